@@ -1,0 +1,175 @@
+"""``delta-pyspark`` command line: inspect tables without starting Spark.
+
+``--json`` output is a stable, machine-readable contract; human output uses rich.
+Errors print one line to stderr and exit non-zero (``--traceback`` for details).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import UTC, datetime
+from typing import Any
+
+from delta_pyspark.core.delta_log import DeltaLog
+from delta_pyspark.core.snapshot import Snapshot
+from delta_pyspark.core.table_features import implied_writer_features, reader_features
+from delta_pyspark.core.time_travel import parse_timestamp_ms
+from delta_pyspark.exceptions import DeltaError
+
+
+def _snapshot(args: argparse.Namespace) -> Snapshot:
+    log = DeltaLog(args.path)
+    if getattr(args, "timestamp", None):
+        return log.snapshot_at_timestamp(parse_timestamp_ms(args.timestamp))
+    return log.snapshot(args.version)
+
+
+def describe_dict(snapshot: Snapshot) -> dict[str, Any]:
+    p = snapshot.protocol
+    return {
+        "path": snapshot.table_root,
+        "version": snapshot.version,
+        "timestamp": snapshot.timestamp,
+        "id": snapshot.metadata.id,
+        "name": snapshot.metadata.name,
+        "description": snapshot.metadata.description,
+        "numFiles": snapshot.num_files,
+        "sizeInBytes": snapshot.size_in_bytes,
+        "partitionColumns": snapshot.partition_columns,
+        "properties": dict(snapshot.configuration),
+        "minReaderVersion": p.min_reader_version,
+        "minWriterVersion": p.min_writer_version,
+        "readerFeatures": sorted(reader_features(p)) if p.min_reader_version >= 3 else [],
+        "writerFeatures": sorted(implied_writer_features(p)) if p.min_writer_version >= 7 else [],
+        "schema": snapshot.schema.to_json(),
+    }
+
+
+def files_list(snapshot: Snapshot) -> list[dict[str, Any]]:
+    table = snapshot.files.select(
+        ["path", "partitionValues", "size", "modificationTime", "stats", "deletionVector"]
+    )
+    out = []
+    for row in table.to_pylist():
+        stats = row["stats"]
+        dv = row["deletionVector"]
+        out.append(
+            {
+                "path": row["path"],
+                "partitionValues": dict(row["partitionValues"] or []),
+                "size": row["size"],
+                "modificationTime": row["modificationTime"],
+                "stats": json.loads(stats) if stats else None,
+                "deletionVector": {k: v for k, v in dv.items() if v is not None} if dv else None,
+            }
+        )
+    return out
+
+
+def _iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds")
+
+
+def cmd_describe(args: argparse.Namespace) -> None:
+    info = describe_dict(_snapshot(args))
+    if args.json:
+        print(json.dumps(info, indent=None, sort_keys=True))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    t = Table(show_header=False, title=f"Delta table {info['path']}")
+    for key in ("version", "numFiles", "sizeInBytes", "partitionColumns", "minReaderVersion",
+                "minWriterVersion", "readerFeatures", "writerFeatures", "properties"):
+        t.add_row(key, json.dumps(info[key]) if not isinstance(info[key], int) else str(info[key]))
+    t.add_row("timestamp", _iso(info["timestamp"]))
+    console.print(t)
+    s = Table(title="schema")
+    s.add_column("column")
+    s.add_column("type")
+    s.add_column("nullable")
+    for f in info["schema"]["fields"]:
+        typ = f["type"] if isinstance(f["type"], str) else json.dumps(f["type"])
+        s.add_row(f["name"], typ, str(f["nullable"]))
+    console.print(s)
+
+
+def cmd_files(args: argparse.Namespace) -> None:
+    files = files_list(_snapshot(args))
+    if args.json:
+        print(json.dumps(files))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title=f"{len(files)} active files")
+    for col in ("path", "partitionValues", "size", "numRecords", "deletionVector"):
+        t.add_column(col)
+    for f in files:
+        t.add_row(
+            f["path"], json.dumps(f["partitionValues"]), str(f["size"]),
+            str((f["stats"] or {}).get("numRecords", "")),
+            "" if f["deletionVector"] is None else str(f["deletionVector"].get("cardinality")),
+        )
+    Console().print(t)
+
+
+def cmd_history(args: argparse.Namespace) -> None:
+    rows = DeltaLog(args.path).history(args.limit)
+    if args.json:
+        print(json.dumps(rows))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title="history")
+    for col in ("version", "timestamp", "operation", "operationParameters", "operationMetrics"):
+        t.add_column(col)
+    for r in rows:
+        t.add_row(
+            str(r["version"]), _iso(r["timestamp"]), str(r.get("operation", "")),
+            json.dumps(r.get("operationParameters", {})), json.dumps(r.get("operationMetrics", {})),
+        )
+    Console().print(t)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="delta-pyspark", description=__doc__)
+    parser.add_argument("--traceback", action="store_true", help="show tracebacks on errors")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for name, fn, helptext in (
+        ("describe", cmd_describe, "version, protocol, schema, partitioning, properties, size"),
+        ("files", cmd_files, "the active files with partition values, stats and DVs"),
+        ("history", cmd_history, "commit history, newest first"),
+    ):
+        p = sub.add_parser(name, help=helptext)
+        p.add_argument("path")
+        p.add_argument("--json", action="store_true", help="machine-readable output")
+        if name == "history":
+            p.add_argument("--limit", type=int, default=None)
+        else:
+            g = p.add_mutually_exclusive_group()
+            g.add_argument("--version", type=int, default=None)
+            if name == "describe":
+                g.add_argument("--timestamp", default=None, help="e.g. '2024-01-31 10:00:00' (UTC)")
+        p.set_defaults(func=fn)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        args.func(args)
+    except (DeltaError, OSError, ValueError) as e:
+        if args.traceback:
+            raise
+        print(f"delta-pyspark: error: {type(e).__name__}: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

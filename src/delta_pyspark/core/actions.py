@@ -1,0 +1,311 @@
+"""Protocol actions (PROTOCOL.md "Actions") and their Arrow layout.
+
+Non-file actions (protocol, metaData, txn, domainMetadata, commitInfo, checkpoint
+metadata, sidecar) are few per table and live as small dataclasses. File actions
+(add, remove, cdc) can number in the millions, so snapshots hold them as Arrow
+tables with the checkpoint's column layout (``ADD_SCHEMA``/``REMOVE_SCHEMA``);
+writers build them as plain dicts with the protocol's JSON keys.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+
+from delta_pyspark.exceptions import CorruptLogError
+
+STRING_MAP = pa.map_(pa.string(), pa.string())
+
+DELETION_VECTOR_TYPE = pa.struct(
+    [
+        ("storageType", pa.string()),
+        ("pathOrInlineDv", pa.string()),
+        ("offset", pa.int32()),
+        ("sizeInBytes", pa.int32()),
+        ("cardinality", pa.int64()),
+        ("maxRowIndex", pa.int64()),
+    ]
+)
+
+ADD_SCHEMA = pa.schema(
+    [
+        ("path", pa.string()),
+        ("partitionValues", STRING_MAP),
+        ("size", pa.int64()),
+        ("modificationTime", pa.int64()),
+        ("dataChange", pa.bool_()),
+        ("stats", pa.string()),
+        ("tags", STRING_MAP),
+        ("deletionVector", DELETION_VECTOR_TYPE),
+        ("baseRowId", pa.int64()),
+        ("defaultRowCommitVersion", pa.int64()),
+        ("clusteringProvider", pa.string()),
+    ]
+)
+
+REMOVE_SCHEMA = pa.schema(
+    [
+        ("path", pa.string()),
+        ("deletionTimestamp", pa.int64()),
+        ("dataChange", pa.bool_()),
+        ("extendedFileMetadata", pa.bool_()),
+        ("partitionValues", STRING_MAP),
+        ("size", pa.int64()),
+        ("stats", pa.string()),
+        ("tags", STRING_MAP),
+        ("deletionVector", DELETION_VECTOR_TYPE),
+        ("baseRowId", pa.int64()),
+        ("defaultRowCommitVersion", pa.int64()),
+    ]
+)
+
+CDC_SCHEMA = pa.schema(
+    [
+        ("path", pa.string()),
+        ("partitionValues", STRING_MAP),
+        ("size", pa.int64()),
+        ("dataChange", pa.bool_()),
+        ("tags", STRING_MAP),
+    ]
+)
+
+
+def _require(d: Mapping[str, Any], key: str, action: str) -> Any:
+    if key not in d or d[key] is None:
+        raise CorruptLogError(f"{action} action is missing required field {key!r}: {d}")
+    return d[key]
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """Reader/writer versions and, from (3, 7), the explicit feature lists."""
+
+    min_reader_version: int
+    min_writer_version: int
+    reader_features: frozenset[str] | None = None
+    writer_features: frozenset[str] | None = None
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Protocol:
+        rf, wf = d.get("readerFeatures"), d.get("writerFeatures")
+        return cls(
+            int(_require(d, "minReaderVersion", "protocol")),
+            int(_require(d, "minWriterVersion", "protocol")),
+            frozenset(rf) if rf is not None else None,
+            frozenset(wf) if wf is not None else None,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "minReaderVersion": self.min_reader_version,
+            "minWriterVersion": self.min_writer_version,
+        }
+        if self.reader_features is not None:
+            d["readerFeatures"] = sorted(self.reader_features)
+        if self.writer_features is not None:
+            d["writerFeatures"] = sorted(self.writer_features)
+        return d
+
+
+@dataclass(frozen=True)
+class Metadata:
+    """The ``metaData`` action: schema, partitioning and table properties."""
+
+    id: str
+    schema_string: str
+    partition_columns: tuple[str, ...] = ()
+    configuration: Mapping[str, str] = field(default_factory=dict)
+    name: str | None = None
+    description: str | None = None
+    format_provider: str = "parquet"
+    format_options: Mapping[str, str] = field(default_factory=dict)
+    created_time: int | None = None
+
+    @classmethod
+    def create(
+        cls,
+        schema_string: str,
+        partition_columns: list[str] | tuple[str, ...] = (),
+        configuration: Mapping[str, str] | None = None,
+        name: str | None = None,
+        description: str | None = None,
+        created_time: int | None = None,
+    ) -> Metadata:
+        return cls(
+            id=str(uuid.uuid4()),
+            schema_string=schema_string,
+            partition_columns=tuple(partition_columns),
+            configuration=dict(configuration or {}),
+            name=name,
+            description=description,
+            created_time=created_time,
+        )
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Metadata:
+        fmt = d.get("format") or {}
+        return cls(
+            id=str(_require(d, "id", "metaData")),
+            # Validated when the snapshot's final metadata is known: some writers emit
+            # a schemaless metaData first and the real one in a later commit.
+            schema_string=str(d.get("schemaString") or ""),
+            partition_columns=tuple(d.get("partitionColumns") or ()),
+            configuration={k: v for k, v in (d.get("configuration") or {}).items()},
+            name=d.get("name"),
+            description=d.get("description"),
+            format_provider=fmt.get("provider", "parquet"),
+            format_options=dict(fmt.get("options") or {}),
+            created_time=d.get("createdTime"),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"id": self.id}
+        if self.name is not None:
+            d["name"] = self.name
+        if self.description is not None:
+            d["description"] = self.description
+        d["format"] = {"provider": self.format_provider, "options": dict(self.format_options)}
+        d["schemaString"] = self.schema_string
+        d["partitionColumns"] = list(self.partition_columns)
+        d["configuration"] = dict(self.configuration)
+        if self.created_time is not None:
+            d["createdTime"] = self.created_time
+        return d
+
+    def with_changes(self, **changes: Any) -> Metadata:
+        """A copy with some fields replaced (metadata is immutable per version)."""
+        values = {**self.__dict__, **changes}
+        return Metadata(**values)
+
+
+@dataclass(frozen=True)
+class SetTransaction:
+    """``txn``: the last version an application committed (idempotent writes)."""
+
+    app_id: str
+    version: int
+    last_updated: int | None = None
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> SetTransaction:
+        return cls(
+            str(_require(d, "appId", "txn")),
+            int(_require(d, "version", "txn")),
+            d.get("lastUpdated"),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"appId": self.app_id, "version": self.version}
+        if self.last_updated is not None:
+            d["lastUpdated"] = self.last_updated
+        return d
+
+
+@dataclass(frozen=True)
+class DomainMetadata:
+    """``domainMetadata``: a named configuration string; ``removed`` is a tombstone."""
+
+    domain: str
+    configuration: str
+    removed: bool = False
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> DomainMetadata:
+        return cls(
+            str(_require(d, "domain", "domainMetadata")),
+            str(d.get("configuration") or ""),
+            bool(d.get("removed", False)),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"domain": self.domain, "configuration": self.configuration, "removed": self.removed}
+
+
+@dataclass(frozen=True)
+class Sidecar:
+    """A v2 checkpoint's pointer to a Parquet file of add/remove actions."""
+
+    path: str
+    size_in_bytes: int
+    modification_time: int
+    tags: Mapping[str, str] | None = None
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> Sidecar:
+        return cls(
+            str(_require(d, "path", "sidecar")),
+            int(d.get("sizeInBytes") or 0),
+            int(d.get("modificationTime") or 0),
+            d.get("tags"),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "path": self.path,
+            "sizeInBytes": self.size_in_bytes,
+            "modificationTime": self.modification_time,
+        }
+        if self.tags is not None:
+            d["tags"] = dict(self.tags)
+        return d
+
+
+def commit_timestamp(commit_info: Mapping[str, Any] | None) -> int | None:
+    """``inCommitTimestamp`` if present, else the writer's ``timestamp``."""
+    if not commit_info:
+        return None
+    ts = commit_info.get("inCommitTimestamp", commit_info.get("timestamp"))
+    return int(ts) if ts is not None else None
+
+
+def file_actions_to_arrow(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
+    """File action dicts (protocol JSON keys) to an Arrow table; maps become map arrays."""
+    cleaned = []
+    names = schema.names
+    for row in rows:
+        out = {k: row.get(k) for k in names}
+        for key in ("partitionValues", "tags"):
+            value = out.get(key)
+            if isinstance(value, dict):
+                out[key] = list(value.items())
+        cleaned.append(out)
+    try:
+        return pa.Table.from_pylist(cleaned, schema=schema)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as e:
+        raise CorruptLogError(f"malformed file action: {e}") from e
+
+
+def encode_action(kind: str, body: Mapping[str, Any]) -> str:
+    """One newline-free JSON line ``{"kind": body}`` as commits store actions."""
+    return json.dumps({kind: body}, separators=(",", ":"), ensure_ascii=False)
+
+
+def remove_actions(files: pa.Table, data_change: bool = True, timestamp: int | None = None) -> list[dict[str, Any]]:
+    """``remove`` actions (extended file metadata) for rows of a snapshot file table."""
+    import time
+
+    ts = int(time.time() * 1000) if timestamp is None else timestamp
+    out = []
+    cols = [c for c in ("path", "partitionValues", "size", "stats", "tags", "deletionVector",
+                        "baseRowId", "defaultRowCommitVersion") if c in files.column_names]
+    for row in files.select(cols).to_pylist():
+        action: dict[str, Any] = {
+            "path": row["path"],
+            "deletionTimestamp": ts,
+            "dataChange": data_change,
+            "extendedFileMetadata": True,
+            "partitionValues": dict(row.get("partitionValues") or []),
+            "size": row.get("size"),
+        }
+        for key in ("stats", "deletionVector", "baseRowId", "defaultRowCommitVersion"):
+            if row.get(key) is not None:
+                action[key] = row[key]
+        if row.get("tags"):
+            action["tags"] = dict(row["tags"])
+        out.append(action)
+    return out

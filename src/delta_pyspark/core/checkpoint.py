@@ -1,0 +1,320 @@
+"""Reading and writing checkpoints (PROTOCOL.md "Checkpoints", "Checkpoint Schema").
+
+Classic and multi-part checkpoints are Parquet files with one column per action
+type; v2 (UUID-named) checkpoints may be JSON or Parquet and may move their file
+actions into ``_delta_log/_sidecars``. All of them load into a ``TableState``
+whose file list stays an Arrow table end to end.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from delta_pyspark.core import table_properties as props
+from delta_pyspark.core.actions import (
+    ADD_SCHEMA,
+    REMOVE_SCHEMA,
+    STRING_MAP,
+    DomainMetadata,
+    Metadata,
+    Protocol,
+    SetTransaction,
+    Sidecar,
+    file_actions_to_arrow,
+)
+from delta_pyspark.core.log_replay import (
+    KEY_COLUMN,
+    TableState,
+    empty_state,
+    parse_actions,
+    with_keys,
+)
+from delta_pyspark.core.log_segment import (
+    LAST_CHECKPOINT,
+    SIDECAR_DIR,
+    Checkpoint,
+    CheckpointKind,
+    classic_checkpoint_name,
+    scan_log,
+    uuid_checkpoint_name,
+)
+from delta_pyspark.core.log_store import LogStore
+from delta_pyspark.exceptions import CorruptLogError
+
+PROTOCOL_TYPE = pa.struct(
+    [
+        ("minReaderVersion", pa.int32()),
+        ("minWriterVersion", pa.int32()),
+        ("readerFeatures", pa.list_(pa.string())),
+        ("writerFeatures", pa.list_(pa.string())),
+    ]
+)
+METADATA_TYPE = pa.struct(
+    [
+        ("id", pa.string()),
+        ("name", pa.string()),
+        ("description", pa.string()),
+        ("format", pa.struct([("provider", pa.string()), ("options", STRING_MAP)])),
+        ("schemaString", pa.string()),
+        ("partitionColumns", pa.list_(pa.string())),
+        ("createdTime", pa.int64()),
+        ("configuration", STRING_MAP),
+    ]
+)
+TXN_TYPE = pa.struct([("appId", pa.string()), ("version", pa.int64()), ("lastUpdated", pa.int64())])
+DOMAIN_TYPE = pa.struct(
+    [("domain", pa.string()), ("configuration", pa.string()), ("removed", pa.bool_())]
+)
+CHECKPOINT_METADATA_TYPE = pa.struct([("version", pa.int64()), ("tags", STRING_MAP)])
+SIDECAR_TYPE = pa.struct(
+    [
+        ("path", pa.string()),
+        ("sizeInBytes", pa.int64()),
+        ("modificationTime", pa.int64()),
+        ("tags", STRING_MAP),
+    ]
+)
+CHECKPOINT_REMOVE_FIELDS = [
+    "path", "deletionTimestamp", "dataChange", "extendedFileMetadata", "partitionValues",
+    "size", "deletionVector", "baseRowId", "defaultRowCommitVersion",
+]
+_NON_FILE_COLUMNS = ("protocol", "metaData", "txn", "domainMetadata", "checkpointMetadata", "sidecar")
+
+
+# ---------------------------------------------------------------- reading
+
+
+def _conform(array: pa.Array | pa.ChunkedArray, target: pa.DataType) -> pa.Array:
+    """Reshape a struct column read from any writer to ``target`` (missing fields null)."""
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks() if array.num_chunks != 1 else array.chunk(0)
+    if array.type == target:
+        return array
+    if pa.types.is_struct(target) and pa.types.is_struct(array.type):
+        present = {array.type.field(i).name for i in range(array.type.num_fields)}
+        children = []
+        for f in target:
+            if f.name in present:
+                children.append(_conform(pc.struct_field(array, f.name), f.type))
+            else:
+                children.append(pa.nulls(len(array), f.type))
+        return pa.StructArray.from_arrays(
+            children, fields=list(target), mask=pc.invert(pc.is_valid(array))
+        )
+    return array.cast(target)
+
+
+def _struct_table(column: pa.Array, schema: pa.Schema) -> pa.Table:
+    arr = _conform(column, pa.struct(list(schema)))
+    return pa.Table.from_arrays(arr.flatten(), schema=schema)
+
+
+def _rows(column: pa.Array | pa.ChunkedArray) -> list[dict[str, Any]]:
+    valid = column.filter(pc.is_valid(column))
+    return [_maps_to_dicts(r) for r in valid.to_pylist()]
+
+
+def _maps_to_dicts(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _maps_to_dicts(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list) and value and all(isinstance(x, tuple) and len(x) == 2 for x in value):
+        return dict(value)
+    return value
+
+
+def _read_parquet(store: LogStore, path: str) -> pa.Table:
+    try:
+        return pq.read_table(pa.BufferReader(store.read(path)))
+    except FileNotFoundError:
+        raise
+    except (pa.ArrowInvalid, OSError) as e:
+        raise CorruptLogError(f"cannot read checkpoint file {path}: {e}") from e
+
+
+def _split_parquet(table: pa.Table, path: str) -> tuple[dict[str, list[dict]], pa.Table, pa.Table]:
+    """Non-file actions as dicts; adds and removes as conformed Arrow tables."""
+    others = {c: _rows(table.column(c)) for c in _NON_FILE_COLUMNS if c in table.column_names}
+    adds, removes = ADD_SCHEMA.empty_table(), REMOVE_SCHEMA.empty_table()
+    if "add" in table.column_names:
+        col = table.column("add")
+        adds = _struct_table(col.filter(pc.is_valid(col)), ADD_SCHEMA)
+    if "remove" in table.column_names:
+        col = table.column("remove")
+        removes = _struct_table(col.filter(pc.is_valid(col)), REMOVE_SCHEMA)
+    if adds.num_rows and pc.any(pc.is_null(adds.column("path"))).as_py():
+        raise CorruptLogError(f"{path}: add action without a path")
+    return others, adds, removes
+
+
+def read_checkpoint(store: LogStore, checkpoint: Checkpoint, log_dir: str) -> TableState:
+    """Load a checkpoint of any kind into a ``TableState`` at its version."""
+    protocols: list[dict] = []
+    metadatas: list[dict] = []
+    txns: list[dict] = []
+    domains: list[dict] = []
+    sidecars: list[dict] = []
+    add_parts: list[pa.Table] = []
+    remove_parts: list[pa.Table] = []
+    for status in checkpoint.files:
+        if checkpoint.is_json:
+            actions = parse_actions(store.read(status.path), status.path)
+            protocols += [actions.protocol.to_dict()] if actions.protocol else []
+            metadatas += [actions.metadata.to_dict()] if actions.metadata else []
+            txns += [t.to_dict() for t in actions.txns]
+            domains += [d.to_dict() for d in actions.domains]
+            sidecars += actions.sidecars
+            add_parts.append(file_actions_to_arrow(actions.adds, ADD_SCHEMA))
+            remove_parts.append(file_actions_to_arrow(actions.removes, REMOVE_SCHEMA))
+            continue
+        others, adds, removes = _split_parquet(_read_parquet(store, status.path), status.path)
+        protocols += others.get("protocol", [])
+        metadatas += others.get("metaData", [])
+        txns += others.get("txn", [])
+        domains += others.get("domainMetadata", [])
+        sidecars += others.get("sidecar", [])
+        add_parts.append(adds)
+        remove_parts.append(removes)
+    for sc in sidecars:
+        sidecar = Sidecar.from_dict(sc)
+        name = sidecar.path.rsplit("/", 1)[-1]
+        path = sidecar.path if "/" in sidecar.path else f"{log_dir}/{SIDECAR_DIR}/{name}"
+        try:
+            table = _read_parquet(store, path)
+        except FileNotFoundError:
+            raise CorruptLogError(
+                f"checkpoint {checkpoint.version} references missing sidecar {path}"
+            ) from None
+        _, adds, removes = _split_parquet(table, path)
+        add_parts.append(adds)
+        remove_parts.append(removes)
+    where = f"checkpoint at version {checkpoint.version}"
+    if len(protocols) != 1 or len(metadatas) != 1:
+        raise CorruptLogError(
+            f"{where} must hold exactly one protocol and one metaData action "
+            f"(found {len(protocols)} and {len(metadatas)})"
+        )
+    return TableState(
+        version=checkpoint.version,
+        protocol=Protocol.from_dict(protocols[0]),
+        metadata=Metadata.from_dict(metadatas[0]),
+        txns={t.app_id: t for t in map(SetTransaction.from_dict, txns)},
+        domains={
+            d.domain: d for d in map(DomainMetadata.from_dict, domains) if not d.removed
+        },
+        files=with_keys(pa.concat_tables(add_parts)),
+        tombstones=with_keys(pa.concat_tables(remove_parts)),
+    )
+
+
+# ---------------------------------------------------------------- writing
+
+
+def _column(values: list[dict] | None, typ: pa.DataType, n: int) -> pa.Array:
+    if not values:
+        return pa.nulls(n, typ)
+    fixed = [
+        {k: (list(v.items()) if isinstance(v, dict) else v) for k, v in row.items()} for row in values
+    ]
+    return pa.array(fixed, typ)
+
+
+def checkpoint_table(state: TableState, now_ms: int | None = None, v2: bool = False) -> pa.Table:
+    """The checkpoint rows for ``state``: non-file actions, live adds, unexpired tombstones."""
+    assert state.protocol is not None and state.metadata is not None
+    conf = state.metadata.configuration
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    cutoff = now_ms - props.deleted_file_retention_ms(conf)
+    tomb = state.tombstones
+    if tomb.num_rows:
+        ts = pc.fill_null(tomb.column("deletionTimestamp"), 0)
+        tomb = tomb.filter(pc.greater(ts, cutoff))
+    files = state.files.drop_columns([KEY_COLUMN])
+    if not props.checkpoint_stats_as_json(conf):
+        files = files.set_column(
+            files.schema.get_field_index("stats"), "stats", pa.nulls(files.num_rows, pa.string())
+        )
+    add_type = pa.struct(list(ADD_SCHEMA))
+    remove_fields = [REMOVE_SCHEMA.field(n) for n in CHECKPOINT_REMOVE_FIELDS]
+    remove_type = pa.struct(remove_fields)
+
+    singles: list[tuple[str, pa.DataType, list[dict]]] = [
+        ("protocol", PROTOCOL_TYPE, [state.protocol.to_dict()]),
+        ("metaData", METADATA_TYPE, [state.metadata.to_dict()]),
+        ("txn", TXN_TYPE, [t.to_dict() for t in state.txns.values()]),
+        ("domainMetadata", DOMAIN_TYPE, [d.to_dict() for d in state.domains.values()]),
+    ]
+    if v2:
+        singles.append(("checkpointMetadata", CHECKPOINT_METADATA_TYPE, [{"version": state.version}]))
+    columns: dict[str, pa.DataType] = {name: typ for name, typ, _ in singles}
+    columns["add"] = add_type
+    columns["remove"] = remove_type
+    parts = []
+    for name, _typ, rows in singles:
+        if rows:
+            parts.append(
+                pa.table({c: _column(rows if c == name else None, t, len(rows)) for c, t in columns.items()})
+            )
+    n_add, n_rem = files.num_rows, tomb.num_rows
+    add_arr = pa.StructArray.from_arrays(
+        [files.column(f.name).combine_chunks() for f in ADD_SCHEMA], fields=list(ADD_SCHEMA)
+    )
+    parts.append(pa.table({c: (add_arr if c == "add" else pa.nulls(n_add, t)) for c, t in columns.items()}))
+    rem_arr = pa.StructArray.from_arrays(
+        [tomb.column(f.name).combine_chunks() for f in remove_fields], fields=remove_fields
+    )
+    parts.append(pa.table({c: (rem_arr if c == "remove" else pa.nulls(n_rem, t)) for c, t in columns.items()}))
+    return pa.concat_tables(parts)
+
+
+def write_checkpoint(store: LogStore, log_dir: str, state: TableState, v2: bool = False) -> dict:
+    """Write a checkpoint for ``state`` and point ``_last_checkpoint`` at it.
+
+    Tables with the ``v2Checkpoint`` feature get a UUID-named v2 Parquet checkpoint
+    (all actions inline); others a classic single-file checkpoint.
+    """
+    table = checkpoint_table(state, v2=v2)
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, compression="snappy")
+    data = sink.getvalue().to_pybytes()
+    if v2:
+        name = uuid_checkpoint_name(state.version, str(uuid.uuid4()), "parquet")
+        store.write_if_absent(f"{log_dir}/{name}", data)
+    else:
+        # Racing writers of the same classic checkpoint write identical content (spec).
+        store.write(f"{log_dir}/{classic_checkpoint_name(state.version)}", data)
+    hint = {
+        "version": state.version,
+        "size": table.num_rows,
+        "sizeInBytes": len(data),
+        "numOfAddFiles": state.files.num_rows,
+    }
+    store.write(f"{log_dir}/{LAST_CHECKPOINT}", json.dumps(hint).encode())
+    return hint
+
+
+def referenced_sidecars(store: LogStore, log_dir: str) -> set[str]:
+    """Names of sidecar files that any v2 checkpoint in the log still references."""
+    names: set[str] = set()
+    for checkpoints in scan_log(store, log_dir, 0).checkpoints.values():
+        for cp in checkpoints:
+            if cp.kind is CheckpointKind.MULTIPART:
+                continue
+            status = cp.files[0]
+            if cp.is_json:
+                rows = parse_actions(store.read(status.path), status.path).sidecars
+            else:
+                table = _read_parquet(store, status.path)
+                rows = _rows(table.column("sidecar")) if "sidecar" in table.column_names else []
+            names |= {str(r["path"]).rsplit("/", 1)[-1] for r in rows}
+    return names
+
+
+def load_state(store: LogStore, checkpoint: Checkpoint | None, log_dir: str) -> TableState:
+    return read_checkpoint(store, checkpoint, log_dir) if checkpoint else empty_state()

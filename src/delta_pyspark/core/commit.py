@@ -1,0 +1,101 @@
+"""Writing versions: the atomic put-if-absent of ``NNN.json`` and what follows it.
+
+``write_commit`` is the commit point. ``post_commit`` runs the hooks that are
+never part of the commit's atomicity: the version checksum, a checkpoint every
+``delta.checkpointInterval`` versions, and expired-log cleanup after a checkpoint.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from delta_pyspark import __version__
+from delta_pyspark.core import checksum
+from delta_pyspark.core import table_properties as props
+from delta_pyspark.core.actions import encode_action
+from delta_pyspark.core.checkpoint import write_checkpoint
+from delta_pyspark.core.log_segment import commit_name
+from delta_pyspark.core.log_store import LogStore
+from delta_pyspark.core.metadata_cleanup import cleanup_expired_logs
+from delta_pyspark.core.snapshot import Snapshot
+from delta_pyspark.core.table_features import supports
+
+log = logging.getLogger(__name__)
+
+ENGINE_INFO = f"delta-pyspark/{__version__}"
+
+
+def encode_commit(actions: Iterable[tuple[str, Mapping[str, Any]]]) -> bytes:
+    return ("\n".join(encode_action(kind, body) for kind, body in actions) + "\n").encode()
+
+
+def write_commit(store: LogStore, log_dir: str, version: int, data: bytes) -> None:
+    """Create ``version``'s commit file or raise ``FileAlreadyExistsError``."""
+    store.write_if_absent(f"{log_dir}/{commit_name(version)}", data)
+
+
+def commit_info(
+    operation: str,
+    parameters: Mapping[str, Any],
+    read_version: int | None,
+    isolation_level: str | None,
+    is_blind_append: bool,
+    metrics: Mapping[str, Any] | None = None,
+    user_metadata: str | None = None,
+    txn_id: str | None = None,
+    in_commit_timestamp: int | None = None,
+) -> dict[str, Any]:
+    """The ``commitInfo`` delta-spark writes, so DESCRIBE HISTORY shows the same fields."""
+    info: dict[str, Any] = {}
+    now = int(time.time() * 1000)
+    if in_commit_timestamp is not None:
+        info["inCommitTimestamp"] = in_commit_timestamp
+    info["timestamp"] = now
+    info["operation"] = operation
+    info["operationParameters"] = {
+        k: (v if isinstance(v, str) else _json_text(v)) for k, v in parameters.items()
+    }
+    if read_version is not None and read_version >= 0:
+        info["readVersion"] = read_version
+    if isolation_level:
+        info["isolationLevel"] = isolation_level
+    info["isBlindAppend"] = is_blind_append
+    if metrics:
+        info["operationMetrics"] = {k: str(v) for k, v in metrics.items()}
+    if user_metadata is not None:
+        info["userMetadata"] = user_metadata
+    info["engineInfo"] = ENGINE_INFO
+    if txn_id:
+        info["txnId"] = txn_id
+    return info
+
+
+def _json_text(value: Any) -> str:
+    import json
+
+    return json.dumps(value, separators=(",", ":"))
+
+
+def checkpoint_now(store: LogStore, snapshot: Snapshot) -> None:
+    """Write a checkpoint of ``snapshot`` (v2 when the table has the feature)."""
+    v2 = supports(snapshot.protocol, "v2Checkpoint")
+    write_checkpoint(store, snapshot.segment.log_dir, snapshot.state, v2=v2)
+
+
+def post_commit(store: LogStore, snapshot: Snapshot, txn_id: str | None = None) -> None:
+    """Hooks after a successful commit; failures here never undo the commit."""
+    conf = snapshot.configuration
+    try:
+        ict = None
+        if props.in_commit_timestamps(conf) and snapshot.commit_info:
+            ict = snapshot.commit_info.get("inCommitTimestamp")
+        checksum.write_checksum(store, snapshot.segment.log_dir, snapshot.state, txn_id=txn_id, ict=ict)
+        if snapshot.version > 0 and snapshot.version % props.checkpoint_interval(conf) == 0:
+            checkpoint_now(store, snapshot)
+            if props.expired_log_cleanup(conf):
+                cleanup_expired_logs(store, snapshot.segment.log_dir, props.log_retention_ms(conf))
+    except Exception:  # a hook failure must not turn a committed write into an error
+        log.exception("post-commit hook failed for version %d", snapshot.version)

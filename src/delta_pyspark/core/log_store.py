@@ -1,0 +1,168 @@
+"""Storage behind the transaction log.
+
+The protocol needs four things from storage: list a directory in lexicographic
+order starting at a name, read a file, write a file *only if it does not exist*
+(the commit point for ``NNN.json``), and delete. Everything above this module
+uses these calls only, so an object store plus a commit coordinator can replace
+the local implementation without touching log replay or transactions.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass
+from urllib.parse import unquote, urlparse
+
+from delta_pyspark.exceptions import FileAlreadyExistsError
+
+
+@dataclass(frozen=True, slots=True)
+class FileStatus:
+    """One listed file: its full path, size in bytes and modification time (ms)."""
+
+    path: str
+    size: int
+    modification_time: int
+
+    @property
+    def name(self) -> str:
+        return self.path.rsplit("/", 1)[-1]
+
+
+class LogStore(ABC):
+    """Storage primitives the Delta log needs; paths are absolute, ``/``-separated."""
+
+    @abstractmethod
+    def list_from(self, directory: str, start_name: str = "") -> Iterator[FileStatus]:
+        """Files directly in ``directory`` whose name sorts >= ``start_name``, sorted by name.
+
+        A missing directory lists as empty.
+        """
+
+    @abstractmethod
+    def read(self, path: str) -> bytes:
+        """Whole file contents; raises ``FileNotFoundError`` if absent."""
+
+    @abstractmethod
+    def read_range(self, path: str, offset: int, length: int) -> bytes:
+        """``length`` bytes from ``offset`` (deletion vectors share files)."""
+
+    @abstractmethod
+    def write_if_absent(self, path: str, data: bytes) -> None:
+        """Atomically create ``path`` with ``data``; ``FileAlreadyExistsError`` if it exists.
+
+        Readers never observe a partial file. This is the commit point of a transaction.
+        """
+
+    @abstractmethod
+    def write(self, path: str, data: bytes) -> None:
+        """Atomically create or replace ``path`` (``_last_checkpoint``, checkpoints)."""
+
+    @abstractmethod
+    def delete(self, path: str) -> None:
+        """Remove a file; a missing file is not an error."""
+
+    @abstractmethod
+    def exists(self, path: str) -> bool:
+        """Whether ``path`` exists."""
+
+    @abstractmethod
+    def is_dir(self, path: str) -> bool:
+        """Whether ``path`` is an existing directory (object stores: a non-empty prefix)."""
+
+
+def to_local_path(path: str) -> str:
+    """``file:`` URIs and plain paths to an OS path."""
+    if path.startswith("file:"):
+        return unquote(urlparse(path).path)
+    return path
+
+
+class LocalLogStore(LogStore):
+    """POSIX file system: temp file + fsync + ``link`` (refuses to overwrite) for commits."""
+
+    def list_from(self, directory: str, start_name: str = "") -> Iterator[FileStatus]:
+        local = to_local_path(directory)
+        try:
+            entries = [e for e in os.scandir(local) if e.name >= start_name and e.is_file()]
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        entries.sort(key=lambda e: e.name)
+        base = directory.rstrip("/")
+        for entry in entries:
+            st = entry.stat()
+            yield FileStatus(f"{base}/{entry.name}", st.st_size, int(st.st_mtime * 1000))
+
+    def read(self, path: str) -> bytes:
+        with open(to_local_path(path), "rb") as f:
+            return f.read()
+
+    def read_range(self, path: str, offset: int, length: int) -> bytes:
+        with open(to_local_path(path), "rb") as f:
+            f.seek(offset)
+            data = f.read(length)
+        if len(data) != length:
+            raise EOFError(f"{path}: wanted {length} bytes at offset {offset}, got {len(data)}")
+        return data
+
+    def _write_temp(self, local: str, data: bytes) -> str:
+        directory = os.path.dirname(local)
+        os.makedirs(directory, exist_ok=True)
+        tmp = os.path.join(directory, f".{os.path.basename(local)}.{uuid.uuid4().hex}.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        return tmp
+
+    @staticmethod
+    def _fsync_dir(directory: str) -> None:
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def write_if_absent(self, path: str, data: bytes) -> None:
+        local = to_local_path(path)
+        tmp = self._write_temp(local, data)
+        try:
+            os.link(tmp, local)  # atomic, and fails with EEXIST instead of overwriting
+        except FileExistsError:
+            raise FileAlreadyExistsError(f"{path} already exists") from None
+        finally:
+            os.unlink(tmp)
+        self._fsync_dir(os.path.dirname(local))
+
+    def write(self, path: str, data: bytes) -> None:
+        local = to_local_path(path)
+        tmp = self._write_temp(local, data)
+        os.replace(tmp, local)
+        self._fsync_dir(os.path.dirname(local))
+
+    def delete(self, path: str) -> None:
+        try:
+            os.unlink(to_local_path(path))
+        except FileNotFoundError:
+            pass
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(to_local_path(path))
+
+    def is_dir(self, path: str) -> bool:
+        return os.path.isdir(to_local_path(path))
+
+
+def log_store_for(path: str) -> LogStore:
+    """The log store serving ``path``'s scheme (only local paths for now)."""
+    scheme = urlparse(path).scheme
+    if scheme in ("", "file") or len(scheme) == 1:  # one letter: a Windows drive
+        return LocalLogStore()
+    raise NotImplementedError(f"no log store for scheme {scheme!r} (path {path})")

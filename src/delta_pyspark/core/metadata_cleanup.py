@@ -1,0 +1,60 @@
+"""Expired log cleanup (PROTOCOL.md "Metadata Cleanup").
+
+Deletes commits, checksums and checkpoints older than the newest checkpoint that
+is itself older than the log retention, so every version still in the retention
+window stays reconstructable; compaction files starting at or before that
+checkpoint go too, and sidecars no remaining checkpoint references.
+"""
+
+from __future__ import annotations
+
+import time
+
+from delta_pyspark.core.log_segment import COMPACTION_PATTERN, SIDECAR_DIR, scan_log
+from delta_pyspark.core.log_store import LogStore
+
+_DAY_MS = 86_400_000
+
+
+def cleanup_expired_logs(store: LogStore, log_dir: str, retention_ms: int, now_ms: int | None = None) -> list[str]:
+    """Delete expired log files; returns the deleted paths (oldest first)."""
+    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+    cutoff = (now_ms - retention_ms) // _DAY_MS * _DAY_MS  # midnight UTC, as the spec says
+    listing = scan_log(store, log_dir, 0)
+    old_commits = [v for v, s in listing.commits.items() if s.modification_time <= cutoff]
+    if not old_commits:
+        return []
+    cutoff_commit = max(old_commits)
+    candidates = [v for v in listing.checkpoints if v <= cutoff_commit]
+    if not candidates:
+        return []
+    keep_from = max(candidates)
+    deleted: list[str] = []
+    for status in store.list_from(log_dir):
+        name = status.name
+        version = int(name[:20]) if name[:20].isdigit() else None
+        if version is None:
+            continue
+        # Everything below the kept checkpoint goes; compactions go by start version.
+        if version < keep_from or (COMPACTION_PATTERN.match(name) and version <= keep_from):
+            store.delete(status.path)
+            deleted.append(status.path)
+    deleted += _cleanup_sidecars(store, log_dir, now_ms)
+    return deleted
+
+
+def _cleanup_sidecars(store: LogStore, log_dir: str, now_ms: int) -> list[str]:
+    from delta_pyspark.core.checkpoint import referenced_sidecars
+
+    sidecar_dir = f"{log_dir}/{SIDECAR_DIR}"
+    files = list(store.list_from(sidecar_dir))
+    if not files:
+        return []
+    referenced = referenced_sidecars(store, log_dir)
+    young = now_ms // _DAY_MS * _DAY_MS - _DAY_MS
+    deleted = []
+    for status in files:
+        if status.name not in referenced and status.modification_time < young:
+            store.delete(status.path)
+            deleted.append(status.path)
+    return deleted

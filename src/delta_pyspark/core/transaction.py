@@ -1,0 +1,301 @@
+"""Optimistic transactions (PROTOCOL.md "Requirements for Writers"; delta-spark's
+OptimisticTransaction semantics).
+
+A transaction starts from a snapshot, records what it reads, stages actions, and
+commits by creating ``read_version + 1`` with put-if-absent. When another writer
+won that version, the winners are checked for logical conflicts; if none, the
+same actions are retried at the next version (data files are never rewritten).
+Nothing is visible until the put-if-absent succeeds, so a failed transaction
+leaves no trace in the log.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import pyarrow as pa
+
+from delta_pyspark.core import table_properties as props
+from delta_pyspark.core.actions import DomainMetadata, Metadata, Protocol, SetTransaction
+from delta_pyspark.core.column_mapping import column_mapping_mode, to_physical_schema
+from delta_pyspark.core.commit import commit_info, encode_commit, post_commit, write_commit
+from delta_pyspark.core.conflict_checker import (
+    ConflictContext,
+    IsolationLevel,
+    ReadSet,
+    check_commit,
+)
+from delta_pyspark.core.delta_log import DeltaLog
+from delta_pyspark.core.expressions import Expr
+from delta_pyspark.core.log_replay import CommitActions, action_key, parse_actions
+from delta_pyspark.core.log_segment import commit_name, list_commits
+from delta_pyspark.core.schema import parse_schema_string, to_arrow_schema
+from delta_pyspark.core.snapshot import Snapshot
+from delta_pyspark.core.table_features import check_writable
+from delta_pyspark.exceptions import (
+    DeltaAnalysisException,
+    DeltaError,
+    FileAlreadyExistsError,
+    ProtocolChangedException,
+)
+
+DEFAULT_MAX_ATTEMPTS = 1000
+
+
+class Transaction:
+    """One atomic change to a table, from ``snapshot`` (None: the table is being created)."""
+
+    def __init__(
+        self,
+        log: DeltaLog,
+        snapshot: Snapshot | None,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+    ) -> None:
+        self.log = log
+        self.snapshot = snapshot
+        self.read_version = snapshot.version if snapshot else -1
+        self.max_attempts = max_attempts
+        self.reads = ReadSet()
+        self.txn_id = str(uuid.uuid4())
+        self._metadata: Metadata | None = None
+        self._protocol: Protocol | None = None
+        self._adds: list[dict[str, Any]] = []
+        self._removes: list[dict[str, Any]] = []
+        self._cdcs: list[dict[str, Any]] = []
+        self._txns: list[SetTransaction] = []
+        self._domains: list[DomainMetadata] = []
+        self.committed_version: int | None = None
+        self.attempts = 0
+
+    # ------------------------------------------------------------ what it read
+
+    @property
+    def metadata(self) -> Metadata:
+        md = self._metadata or (self.snapshot.metadata if self.snapshot else None)
+        if md is None:
+            raise DeltaAnalysisException("a new table needs metadata before anything else")
+        return md
+
+    @property
+    def protocol(self) -> Protocol:
+        p = self._protocol or (self.snapshot.protocol if self.snapshot else None)
+        if p is None:
+            raise DeltaAnalysisException("a new table needs a protocol before anything else")
+        return p
+
+    def read_predicate(self, predicate: Expr) -> None:
+        """Record that rows matching ``predicate`` were read (used to scope conflicts)."""
+        self.reads.predicates.append(predicate)
+
+    def read_whole_table(self) -> None:
+        self.reads.whole_table = True
+
+    def read_files(self, files: pa.Table) -> None:
+        """Record the logical files actually read (``files`` has the snapshot's layout)."""
+        if "_key" in files.column_names:
+            self.reads.file_keys.update(files.column("_key").to_pylist())
+        else:
+            from delta_pyspark.core.log_replay import file_keys
+
+            self.reads.file_keys.update(file_keys(files).to_pylist())
+
+    def app_transaction_version(self, app_id: str) -> int | None:
+        """The last committed version of ``app_id``; the commit then depends on it."""
+        self.reads.app_ids.add(app_id)
+        return self.snapshot.app_transaction_version(app_id) if self.snapshot else None
+
+    # ------------------------------------------------------------ what it writes
+
+    def update_metadata(self, metadata: Metadata) -> None:
+        self._metadata = metadata
+
+    def update_protocol(self, protocol: Protocol) -> None:
+        self._protocol = protocol
+
+    def add_files(self, adds: Iterable[Mapping[str, Any]]) -> None:
+        self._adds.extend(dict(a) for a in adds)
+
+    def remove_files(self, removes: Iterable[Mapping[str, Any]]) -> None:
+        self._removes.extend(dict(r) for r in removes)
+
+    def add_cdc_files(self, cdcs: Iterable[Mapping[str, Any]]) -> None:
+        self._cdcs.extend(dict(c) for c in cdcs)
+
+    def set_app_transaction(self, app_id: str, version: int) -> None:
+        self._txns.append(SetTransaction(app_id, version, int(time.time() * 1000)))
+
+    def set_domain_metadata(self, domain: DomainMetadata) -> None:
+        self._domains.append(domain)
+
+    @property
+    def is_blind_append(self) -> bool:
+        return (
+            self.reads.is_blind
+            and not self._removes
+            and all(a.get("dataChange", True) for a in self._adds)
+        )
+
+    def isolation_level(self) -> IsolationLevel:
+        """SnapshotIsolation for commits that change no data, else the table's level."""
+        changes_data = any(a.get("dataChange", True) for a in self._adds) or any(
+            r.get("dataChange", True) for r in self._removes
+        )
+        if not changes_data and (self._adds or self._removes):
+            return IsolationLevel.SNAPSHOT_ISOLATION
+        level = self.metadata.configuration.get(props.ISOLATION_LEVEL, "WriteSerializable")
+        return IsolationLevel.parse(level)
+
+    # ------------------------------------------------------------ commit
+
+    def _validate(self) -> None:
+        md, protocol = self.metadata, self.protocol
+        check_writable(protocol, self.log.table_root, _legacy_features_in_use(md))
+        if self.snapshot is None and self._metadata is None:
+            raise DeltaAnalysisException("creating a table requires its metadata")
+        if props.append_only(md.configuration) and any(r.get("dataChange", True) for r in self._removes):
+            raise DeltaAnalysisException(
+                f"table {self.log.table_root} is append-only (delta.appendOnly=true): "
+                "this operation would remove or change existing data"
+            )
+        parts = set(md.partition_columns)
+        for add in self._adds:
+            if set((add.get("partitionValues") or {}).keys()) != parts:
+                raise DeltaAnalysisException(
+                    f"file {add.get('path')} has partition values for "
+                    f"{sorted((add.get('partitionValues') or {}).keys())} but the table is "
+                    f"partitioned by {sorted(parts)}"
+                )
+
+    def _actions(self, info: dict[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+        actions: list[tuple[str, Mapping[str, Any]]] = [("commitInfo", info)]
+        if self._protocol is not None:
+            actions.append(("protocol", self._protocol.to_dict()))
+        if self._metadata is not None:
+            actions.append(("metaData", self._metadata.to_dict()))
+        actions += [("txn", t.to_dict()) for t in self._txns]
+        actions += [("domainMetadata", d.to_dict()) for d in self._domains]
+        actions += [("remove", r) for r in self._removes]
+        actions += [("add", a) for a in self._adds]
+        actions += [("cdc", c) for c in self._cdcs]
+        return actions
+
+    def _conflict_context(self, isolation: IsolationLevel) -> ConflictContext:
+        schema = parse_schema_string(self.metadata.schema_string)
+        physical = to_physical_schema(schema, column_mapping_mode(self.metadata.configuration))
+        return ConflictContext(
+            read_version=self.read_version,
+            isolation=isolation,
+            reads=self.reads,
+            removed_keys={action_key(r) for r in self._removes},
+            app_ids_written={t.app_id for t in self._txns},
+            domains_written={d.domain for d in self._domains},
+            arrow_schema=to_arrow_schema(physical),
+            partition_columns=list(self.metadata.partition_columns),
+        )
+
+    def commit(
+        self,
+        operation: str,
+        parameters: Mapping[str, Any] | None = None,
+        metrics: Mapping[str, Any] | None = None,
+        user_metadata: str | None = None,
+    ) -> Snapshot:
+        """Commit atomically; retries past non-conflicting winners; returns the new snapshot."""
+        if self.committed_version is not None:
+            raise DeltaError("transaction already committed")
+        self._validate()
+        isolation = self.isolation_level()
+        store, log_dir = self.log.store, self.log.log_dir
+        version = self.read_version + 1
+        winners: list[CommitActions] = []
+        ctx: ConflictContext | None = None
+        while True:
+            self.attempts += 1
+            ict = None
+            if props.in_commit_timestamps(self.metadata.configuration):
+                ict = max(int(time.time() * 1000), self._latest_timestamp(winners) + 1)
+            info = commit_info(
+                operation, parameters or {}, self.read_version, isolation.value,
+                self.is_blind_append, metrics, user_metadata, self.txn_id, ict,
+            )
+            actions = self._actions(info)
+            try:
+                write_commit(store, log_dir, version, encode_commit(actions))
+                break
+            except FileAlreadyExistsError:
+                if self.read_version < 0:
+                    winner = parse_actions(store.read(f"{log_dir}/{commit_name(0)}"), "version 0")
+                    ctx = ctx or self._conflict_context(isolation)
+                    check_commit(ctx, 0, winner)
+                    raise ProtocolChangedException("the table was created concurrently") from None
+                if self.attempts >= self.max_attempts:
+                    raise DeltaError(
+                        f"gave up committing to {self.log.table_root} after {self.attempts} "
+                        "attempts; concurrent writers kept winning"
+                    ) from None
+                ctx = ctx or self._conflict_context(isolation)
+                for v, status in list_commits(store, self.log.table_root, version):
+                    winner = parse_actions(store.read(status.path), status.path)
+                    check_commit(ctx, v, winner)
+                    winners.append(winner)
+                    version = v + 1
+        self.committed_version = version
+        committed = parse_actions(encode_commit(actions), f"version {version}")
+        snapshot = self._post_commit_snapshot(version, winners, committed)
+        post_commit(store, snapshot, self.txn_id)
+        return snapshot
+
+    def _latest_timestamp(self, winners: list[CommitActions]) -> int:
+        from delta_pyspark.core.actions import commit_timestamp
+
+        for w in reversed(winners):
+            ts = commit_timestamp(w.commit_info)
+            if ts is not None:
+                return ts
+        return self.snapshot.timestamp if self.snapshot else 0
+
+    def _post_commit_snapshot(
+        self, version: int, winners: list[CommitActions], committed: CommitActions
+    ) -> Snapshot:
+        if self.snapshot is None:
+            return self.log.snapshot(version)
+        return self.log.apply_commits(self.snapshot, version, [*winners, committed])
+
+
+def _legacy_features_in_use(metadata: Metadata) -> frozenset[str]:
+    """Features of legacy writer versions that this table actually uses."""
+    used = set()
+    text = metadata.schema_string
+    if "delta.generationExpression" in text:
+        used.add("generatedColumns")
+    if "delta.identity." in text:
+        used.add("identityColumns")
+    if metadata.configuration.get("delta.enableChangeDataFeed", "").lower() == "true":
+        used.add("changeDataFeed")
+    if column_mapping_mode(metadata.configuration) != "none":
+        used.add("columnMapping")
+    return frozenset(used)
+
+
+def create_table(
+    log: DeltaLog,
+    schema_string: str,
+    partition_columns: list[str] | None = None,
+    configuration: Mapping[str, str] | None = None,
+    protocol: Protocol | None = None,
+    name: str | None = None,
+    description: str | None = None,
+) -> Snapshot:
+    """Commit version 0 of a new table (core API, no Spark involved)."""
+    txn = Transaction(log, None)
+    txn.update_protocol(protocol or Protocol(1, 2))
+    txn.update_metadata(
+        Metadata.create(
+            schema_string, partition_columns or [], configuration, name, description,
+            created_time=int(time.time() * 1000),
+        )
+    )
+    return txn.commit("CREATE TABLE", {"partitionBy": list(partition_columns or [])})

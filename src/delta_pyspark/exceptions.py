@@ -1,0 +1,78 @@
+"""Typed errors, named as delta-spark names them so user code ports unchanged.
+
+This module is Spark-free: the core raises these, the API layer re-exports them.
+"""
+
+from __future__ import annotations
+
+
+class DeltaError(Exception):
+    """Base class of every error this package raises on purpose."""
+
+
+class DeltaAnalysisException(DeltaError):
+    """Invalid request against a table (bad schema, bad option, bad predicate)."""
+
+
+class DeltaIllegalArgumentException(DeltaError, ValueError):
+    """An argument that can never be valid."""
+
+
+class DeltaTableNotFoundError(DeltaAnalysisException):
+    """The path holds no Delta table (no ``_delta_log`` or no commits)."""
+
+
+class VersionNotFoundError(DeltaAnalysisException):
+    """Time travel to a version or timestamp the log cannot reconstruct."""
+
+
+class CorruptLogError(DeltaError):
+    """The transaction log is malformed: never read past it silently."""
+
+
+class UnsupportedTableFeatureError(DeltaError):
+    """The table needs a reader or writer feature this implementation lacks."""
+
+    def __init__(self, message: str, features: list[str]) -> None:
+        super().__init__(message)
+        self.features = features
+
+
+class FileAlreadyExistsError(DeltaError):
+    """Put-if-absent lost: another writer created the file first."""
+
+
+class SchemaMismatchError(DeltaAnalysisException):
+    """Data written does not match the table schema (delta-spark's schema enforcement)."""
+
+
+class InvariantViolationError(DeltaError):
+    """A NOT NULL column, CHECK constraint or invariant rejected a row."""
+
+
+class DeltaConcurrentModificationException(DeltaError):
+    """Base of every optimistic-concurrency conflict: the transaction committed nothing."""
+
+
+class ConcurrentAppendException(DeltaConcurrentModificationException):
+    """Files were added where this transaction read (its predicates match them)."""
+
+
+class ConcurrentDeleteReadException(DeltaConcurrentModificationException):
+    """A file this transaction read was removed by a concurrent commit."""
+
+
+class ConcurrentDeleteDeleteException(DeltaConcurrentModificationException):
+    """A file (or row) this transaction removes was already removed concurrently."""
+
+
+class MetadataChangedException(DeltaConcurrentModificationException):
+    """Schema, partitioning or table properties changed concurrently."""
+
+
+class ProtocolChangedException(DeltaConcurrentModificationException):
+    """The protocol changed concurrently, or another writer created the table first."""
+
+
+class ConcurrentTransactionException(DeltaConcurrentModificationException):
+    """Two writers used the same application transaction id concurrently."""

@@ -1,0 +1,43 @@
+"""Translating between the log's URI-encoded file paths and what Spark expects."""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import quote, unquote, urlparse
+
+_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
+
+# Characters java.net.URI leaves unescaped in a path (unreserved, punct, '/').
+_URI_SAFE = frozenset(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.!~*'()/;:@&=+$,"
+)
+
+
+def is_absolute(path: str) -> bool:
+    return path.startswith("/") or bool(_SCHEME.match(path))
+
+
+def data_file_path(table_root: str, log_path: str) -> str:
+    """The file-system path (decoded) of a file as the log references it."""
+    decoded = unquote(log_path)
+    if log_path.startswith("file:"):
+        return unquote(urlparse(log_path).path)
+    if is_absolute(log_path):
+        return decoded
+    return f"{table_root.rstrip('/')}/{decoded}"
+
+
+def spark_file_uri(local_path: str) -> str:
+    """The string Spark reports as ``_metadata.file_path`` for a local file."""
+    out = []
+    for ch in local_path:
+        if ch in _URI_SAFE or ord(ch) > 127:
+            out.append(ch)
+        else:
+            out.append("".join(f"%{b:02X}" for b in ch.encode()))
+    return "file:" + "".join(out)
+
+
+def to_log_path(relative: str) -> str:
+    """A path relative to the table root, URI-encoded as the log stores it."""
+    return quote(relative, safe="/=:@&+$,;~!*'()-._")

@@ -1,0 +1,252 @@
+"""Reading a snapshot as a native Spark Parquet scan.
+
+Spark reads the snapshot's files with its own Parquet reader (vectorised, with
+row-group filter pushdown). Partition columns come from the directory layout
+when every file sits under the Hive-style directory that spells its partition
+values (what Spark and delta-spark write): then Spark prunes partitions itself
+from filters the user adds later. Other layouts (column-mapping prefixes,
+foreign writers) get one branch per partition with literal columns, which
+Spark's optimizer also prunes. Files with deletion vectors are read with
+``_metadata.row_index`` and anti-joined against their deleted rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from delta_pyspark.core.column_mapping import column_mapping_mode, physical_name, to_physical_schema
+from delta_pyspark.core.data_skipping import may_match
+from delta_pyspark.core.deletion_vectors import DeletionVectorDescriptor, deleted_row_indexes
+from delta_pyspark.core.expressions import Expr
+from delta_pyspark.core.partition_values import hive_partition_path, parse_partition_value
+from delta_pyspark.core.schema import StructField, StructType, to_arrow_schema
+from delta_pyspark.core.snapshot import Snapshot
+from delta_pyspark.exceptions import DeltaError
+from delta_pyspark.spark.paths import data_file_path, spark_file_uri
+from delta_pyspark.spark.types import to_spark_type
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+_ROW_INDEX = "__delta_row_index"
+_FILE_PATH = "__delta_file_path"
+
+
+class DeltaFileNotFoundError(DeltaError, FileNotFoundError):
+    """A file the snapshot references is missing from storage (e.g. vacuumed)."""
+
+
+@dataclass(frozen=True)
+class ScanReport:
+    """How many files a scan kept after partition pruning and stats-based skipping."""
+
+    version: int
+    files_total: int
+    files_scanned: int
+
+    @property
+    def files_skipped(self) -> int:
+        return self.files_total - self.files_scanned
+
+
+def prune_files(snapshot: Snapshot, predicate: Expr | None) -> pa.Table:
+    """The snapshot's files that may hold a row matching ``predicate`` (all if None)."""
+    files = snapshot.files
+    if predicate is None or files.num_rows == 0:
+        return files
+    mode = column_mapping_mode(snapshot.configuration)
+    physical = to_physical_schema(snapshot.schema, mode)
+    parts = [physical_name(snapshot.schema.field(c), mode) for c in snapshot.partition_columns]
+    mask = may_match(_to_physical_expr(predicate, snapshot, mode), files, to_arrow_schema(physical), parts)
+    return files.filter(mask)
+
+
+def _to_physical_expr(expr: Expr, snapshot: Snapshot, mode: str) -> Expr:
+    if mode == "none":
+        return expr
+    from delta_pyspark.core.column_mapping import logical_to_physical_names
+    from delta_pyspark.core.expressions import rename_columns
+
+    mapping = logical_to_physical_names(snapshot.schema, mode)
+    return rename_columns(expr, mapping)
+
+
+def _hive_layout(files: pa.Table, parts: list[str]) -> bool:
+    """Whether every file lives under the Hive directory spelling its partition values."""
+    if not parts:
+        return True
+    from urllib.parse import unquote
+
+    for path, pv in zip(
+        files.column("path").to_pylist(), files.column("partitionValues").to_pylist(), strict=True
+    ):
+        values = dict(pv or [])
+        prefix = hive_partition_path({c: values.get(c) for c in parts}, parts)
+        if not unquote(path).startswith(prefix):
+            return False
+    return True
+
+
+def read_snapshot(
+    spark: SparkSession, snapshot: Snapshot, predicate: Expr | None = None
+) -> tuple[DataFrame, ScanReport]:
+    """A DataFrame of the snapshot's rows (logical column names) and its scan report.
+
+    ``predicate`` (optional) only skips whole files; callers still filter rows.
+    """
+    files = prune_files(snapshot, predicate)
+    report = ScanReport(snapshot.version, snapshot.num_files, files.num_rows)
+    return read_files(spark, snapshot, files), report
+
+
+def read_files(spark: SparkSession, snapshot: Snapshot, files: pa.Table) -> DataFrame:
+    """A DataFrame of the rows of ``files`` (a subset of the snapshot's file list)."""
+    schema = snapshot.schema
+    mode = column_mapping_mode(snapshot.configuration)
+    physical = to_physical_schema(schema, mode)
+    part_names = snapshot.partition_columns
+    part_physical = [physical_name(schema.field(c), mode) for c in part_names]
+    data_fields = [f for f, lf in zip(physical.fields, schema.fields, strict=True) if lf.name not in part_names]
+    data_schema = to_spark_type(StructType(tuple(data_fields)))
+    if files.num_rows == 0:
+        empty = spark.createDataFrame([], to_spark_type(physical))
+        return _to_logical(empty, schema, physical)
+
+    has_dv = pc.is_valid(files.column("deletionVector"))
+    plain, with_dv = files.filter(pc.invert(has_dv)), files.filter(has_dv)
+    root = snapshot.table_root
+    frames = []
+    hive = mode == "none" and _hive_layout(files, part_physical)
+    for subset, dv in ((plain, False), (with_dv, True)):
+        if subset.num_rows == 0:
+            continue
+        if hive:
+            frames.append(_hive_branch(spark, root, subset, data_schema, physical, part_physical, dv))
+        else:
+            frames.extend(
+                _literal_branches(spark, root, subset, data_schema, physical, part_physical, dv)
+            )
+    df = frames[0]
+    for other in frames[1:]:
+        df = df.unionByName(other)
+    df = df.select(*[f"`{f.name}`" for f in physical.fields])
+    return _to_logical(df, schema, physical)
+
+
+def _paths(root: str, files: pa.Table) -> list[str]:
+    return [data_file_path(root, p) for p in files.column("path").to_pylist()]
+
+
+def _read(spark: SparkSession, paths: list[str], schema: Any, base: str | None) -> DataFrame:
+    reader = spark.read.schema(schema)
+    if base is not None:
+        reader = reader.option("basePath", base)
+    try:
+        return reader.parquet(*paths)
+    except Exception as e:  # AnalysisException [PATH_NOT_FOUND] names the file
+        if "PATH_NOT_FOUND" in str(e) or "does not exist" in str(e):
+            raise DeltaFileNotFoundError(
+                f"a data file of the table is missing from storage ({e}). It was probably "
+                "deleted by VACUUM or by hand; restore it or time travel to a version "
+                "that does not reference it."
+            ) from None
+        raise
+
+
+def _hive_branch(
+    spark: SparkSession,
+    root: str,
+    files: pa.Table,
+    data_schema: Any,
+    physical: StructType,
+    parts: list[str],
+    dv: bool,
+) -> DataFrame:
+    from pyspark.sql.types import StructType as SparkStruct
+
+    part_fields = [to_spark_type(StructType((physical.field(p),))).fields[0] for p in parts]
+    full = SparkStruct(list(data_schema.fields) + part_fields)
+    df = _read(spark, _paths(root, files), full, root if parts else None)
+    return _apply_dvs(spark, root, files, df) if dv else df
+
+
+def _literal_branches(
+    spark: SparkSession,
+    root: str,
+    files: pa.Table,
+    data_schema: Any,
+    physical: StructType,
+    parts: list[str],
+    dv: bool,
+) -> list[DataFrame]:
+    from pyspark.sql import functions as F
+
+    if not parts:
+        df = _read(spark, _paths(root, files), data_schema, None)
+        return [_apply_dvs(spark, root, files, df) if dv else df]
+    groups: dict[tuple, list[int]] = {}
+    for i, pv in enumerate(files.column("partitionValues").to_pylist()):
+        values = dict(pv or [])
+        groups.setdefault(tuple(values.get(p) for p in parts), []).append(i)
+    frames = []
+    for key, idx in groups.items():
+        subset = files.take(pa.array(idx))
+        df = _read(spark, _paths(root, subset), data_schema, None)
+        if dv:
+            df = _apply_dvs(spark, root, subset, df)
+        for p, raw in zip(parts, key, strict=True):
+            field: StructField = physical.field(p)
+            value = parse_partition_value(raw, field.type)
+            df = df.withColumn(p, F.lit(value).cast(to_spark_type(field.type)))
+        frames.append(df)
+    return frames
+
+
+def _apply_dvs(spark: SparkSession, root: str, files: pa.Table, df: DataFrame) -> DataFrame:
+    """Drop the rows each file's deletion vector marks, with a broadcast anti-join."""
+    from pyspark.sql import functions as F
+
+    from delta_pyspark.core.log_store import log_store_for
+
+    store = log_store_for(root)
+    uris, indexes = [], []
+    for path, dv in zip(
+        files.column("path").to_pylist(), files.column("deletionVector").to_pylist(), strict=True
+    ):
+        rows = deleted_row_indexes(DeletionVectorDescriptor.from_dict(dv), root, store)
+        uris.append(np.full(len(rows), spark_file_uri(data_file_path(root, path)), dtype=object))
+        indexes.append(rows)
+    deleted = pa.table(
+        {
+            _FILE_PATH: pa.array(np.concatenate(uris) if uris else [], pa.string()),
+            _ROW_INDEX: pa.array(np.concatenate(indexes) if indexes else [], pa.int64()),
+        }
+    )
+    deleted_df = spark.createDataFrame(deleted)
+    tagged = df.select(
+        "*",
+        F.col("_metadata.file_path").alias(_FILE_PATH),
+        F.col("_metadata.row_index").alias(_ROW_INDEX),
+    )
+    kept = tagged.join(F.broadcast(deleted_df), [_FILE_PATH, _ROW_INDEX], "left_anti")
+    return kept.drop(_FILE_PATH, _ROW_INDEX)
+
+
+def _to_logical(df: DataFrame, logical: StructType, physical: StructType) -> DataFrame:
+    """Rename physical columns to logical names (nested structs by positional cast)."""
+    if logical == physical:
+        return df
+    from pyspark.sql import functions as F
+
+    cols = []
+    for lf, pf in zip(logical.fields, physical.fields, strict=True):
+        col = F.col(f"`{pf.name}`")
+        if lf.type != pf.type:
+            col = col.cast(to_spark_type(lf.type))
+        cols.append(col.alias(lf.name))
+    return df.select(*cols)

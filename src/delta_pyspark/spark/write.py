@@ -1,0 +1,150 @@
+"""Writing DataFrames into a table with Spark's native Parquet writer.
+
+Each write gets its own staging directory (Spark's output committer shares a
+``_temporary`` folder per output path, so concurrent jobs must not share one).
+After the job, files move into the table's Hive-style partition directories
+under their Spark-unique names, per-file stats come from the Parquet footers,
+and the add actions are committed through the optimistic transaction. Until
+that commit nothing is visible; on failure the files stay unreferenced.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+import uuid
+from typing import TYPE_CHECKING, Any
+
+import pyarrow.parquet as pq
+
+from delta_pyspark.core.column_mapping import column_mapping_mode, physical_name
+from delta_pyspark.core.partition_values import parse_hive_partition_path
+from delta_pyspark.core.schema import StructType, to_arrow_schema
+from delta_pyspark.core.stats import collect_parquet_stats
+from delta_pyspark.exceptions import InvariantViolationError
+from delta_pyspark.spark.paths import to_log_path
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+STAGING_DIR = "_delta_staging"
+_VIOLATION_TAG = "[DELTA_VIOLATION]"
+
+
+def stats_settings(configuration: dict[str, str] | Any) -> tuple[int, list[str] | None]:
+    num = int(configuration.get("delta.dataSkippingNumIndexedCols", "32"))
+    cols = configuration.get("delta.dataSkippingStatsColumns")
+    return num, ([c.strip() for c in cols.split(",") if c.strip()] if cols else None)
+
+
+def enforce_constraints(df: DataFrame, schema: StructType, checks: dict[str, str]) -> DataFrame:
+    """Fail the Spark job (before any commit) on NOT NULL or CHECK violations.
+
+    The check runs inside the write job itself (``raise_error``), so valid data is
+    read once, not scanned a second time up front.
+    """
+    from pyspark.sql import functions as F
+
+    conditions = []
+    for field in schema.fields:
+        if not field.nullable and field.name in df.columns:
+            msg = f"{_VIOLATION_TAG} NOT NULL constraint violated for column: {field.name}"
+            conditions.append((F.col(f"`{field.name}`").isNull(), msg))
+    for name, expr in checks.items():
+        msg = f"{_VIOLATION_TAG} CHECK constraint {name} ({expr}) violated by a row"
+        conditions.append((~F.coalesce(F.expr(expr), F.lit(False)), msg))
+    if not conditions:
+        return df
+    guard = F.lit(True)
+    for cond, msg in reversed(conditions):
+        guard = F.when(cond, F.raise_error(F.lit(msg))).otherwise(guard)
+    return df.where(guard)
+
+
+def raise_if_violation(error: BaseException) -> None:
+    """Turn a Spark job failure caused by ``enforce_constraints`` into a typed error."""
+    text = str(error)
+    if _VIOLATION_TAG in text:
+        start = text.index(_VIOLATION_TAG) + len(_VIOLATION_TAG)
+        detail = text[start:].strip().splitlines()[0]
+        raise InvariantViolationError(detail.split(". SQLSTATE")[0].rstrip(" .")) from None
+
+
+def write_files(
+    df: DataFrame,
+    table_root: str,
+    schema: StructType,
+    partition_columns: list[str],
+    configuration: Any,
+    max_records_per_file: int | None = None,
+    data_change: bool = True,
+) -> list[dict[str, Any]]:
+    """Write ``df`` (already in table column order, logical names) as data files.
+
+    Returns their ``add`` actions (paths relative to the root, URI-encoded).
+    """
+    mode = column_mapping_mode(configuration)
+    renamed = df
+    if mode != "none":
+        renamed = df.select(
+            *[df[f"`{f.name}`"].alias(physical_name(f, mode)) for f in schema.fields]
+        )
+    part_physical = [physical_name(schema.field(c), mode) for c in partition_columns]
+    staging = f"{table_root.rstrip('/')}/{STAGING_DIR}/{uuid.uuid4()}"
+    writer = renamed.write.mode("errorifexists")
+    if part_physical:
+        writer = writer.partitionBy(*part_physical)
+    if max_records_per_file:
+        writer = writer.option("maxRecordsPerFile", int(max_records_per_file))
+    try:
+        writer.parquet(staging)
+    except Exception as e:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise_if_violation(e)
+        raise
+    try:
+        return _adopt_files(staging, table_root, schema, part_physical, configuration, data_change, mode)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _adopt_files(
+    staging: str,
+    table_root: str,
+    schema: StructType,
+    part_physical: list[str],
+    configuration: Any,
+    data_change: bool,
+    mode: str,
+) -> list[dict[str, Any]]:
+    from delta_pyspark.core.column_mapping import to_physical_schema
+
+    physical = to_physical_schema(schema, mode)
+    data_fields = StructType(tuple(f for f in physical.fields if f.name not in part_physical))
+    arrow_schema = to_arrow_schema(data_fields)
+    num_indexed, stats_cols = stats_settings(configuration)
+    adds = []
+    now = int(time.time() * 1000)
+    for directory, _dirs, names in os.walk(staging):
+        for name in sorted(names):
+            if not name.endswith(".parquet") or name.startswith((".", "_")):
+                continue
+            src = os.path.join(directory, name)
+            relative = os.path.relpath(src, staging)
+            dest = os.path.join(table_root, relative)
+            os.makedirs(os.path.dirname(dest), exist_ok=True)
+            os.rename(src, dest)  # Spark's file names carry the job's UUID: no clash
+            meta = pq.read_metadata(dest)
+            values = parse_hive_partition_path(relative) if part_physical else {}
+            adds.append(
+                {
+                    "path": to_log_path(relative),
+                    "partitionValues": {c: values.get(c) for c in part_physical},
+                    "size": os.path.getsize(dest),
+                    "modificationTime": now,
+                    "dataChange": data_change,
+                    "stats": collect_parquet_stats(meta, arrow_schema, num_indexed, stats_cols),
+                }
+            )
+    return adds

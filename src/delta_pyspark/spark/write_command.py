@@ -1,0 +1,315 @@
+"""``df.write.format("delta")``: modes, options and schema rules of delta-spark.
+
+Appends, overwrites (whole table, ``replaceWhere``, dynamic partition overwrite),
+schema enforcement and evolution, idempotent ``txnAppId``/``txnVersion`` writes
+and table creation all end in one optimistic-transaction commit.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from delta_pyspark.core.actions import Metadata, remove_actions
+from delta_pyspark.core.data_skipping import partition_filter_mask
+from delta_pyspark.core.delta_log import DeltaLog
+from delta_pyspark.core.expressions import columns_of, parse_predicate
+from delta_pyspark.core.schema import (
+    StructField,
+    StructType,
+    check_write_compatible,
+    merge_schemas,
+    schema_to_string,
+    to_arrow_schema,
+)
+from delta_pyspark.core.snapshot import Snapshot
+from delta_pyspark.core.table_features import protocol_for
+from delta_pyspark.core.transaction import Transaction
+from delta_pyspark.exceptions import (
+    DeltaAnalysisException,
+    DeltaIllegalArgumentException,
+    DeltaTableNotFoundError,
+)
+from delta_pyspark.spark.rewrite import rewrite_without
+from delta_pyspark.spark.types import from_spark_schema, to_spark_type
+from delta_pyspark.spark.write import enforce_constraints, write_files
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+log = logging.getLogger(__name__)
+
+AUTO_MERGE_CONF = "spark.databricks.delta.schema.autoMerge.enabled"
+DEFAULTS_PREFIX = "spark.databricks.delta.properties.defaults."
+_MODES = {"append", "overwrite", "error", "errorifexists", "ignore", "default"}
+
+
+def _truthy(value: Any) -> bool:
+    return str(value).strip().lower() == "true"
+
+
+@dataclass
+class WriteRequest:
+    """A delta write as the DataFrameWriter described it."""
+
+    mode: str = "errorifexists"
+    partition_by: list[str] | None = None
+    options: dict[str, str] = field(default_factory=dict)
+
+    def opt(self, name: str, default: str | None = None) -> str | None:
+        lowered = {k.lower(): v for k, v in self.options.items()}
+        return lowered.get(name.lower(), default)
+
+    @property
+    def table_properties(self) -> dict[str, str]:
+        return {k: str(v) for k, v in self.options.items() if k.startswith("delta.")}
+
+
+def _check_constraints(configuration: Mapping[str, str]) -> dict[str, str]:
+    prefix = "delta.constraints."
+    return {k[len(prefix):]: v for k, v in configuration.items() if k.startswith(prefix)}
+
+
+def _session_defaults(spark: SparkSession) -> dict[str, str]:
+    conf = spark.sparkContext.getConf().getAll()
+    runtime = {}
+    try:
+        runtime = {k: v for k, v in spark.conf.getAll.items()}  # type: ignore[attr-defined]
+    except Exception:  # older pyspark: no getAll on RuntimeConfig
+        runtime = {}
+    merged = dict(conf) | runtime
+    return {k[len(DEFAULTS_PREFIX):]: v for k, v in merged.items() if k.startswith(DEFAULTS_PREFIX)}
+
+
+def _align(df: DataFrame, schema: StructType) -> DataFrame:
+    """``df`` with the table's columns, in table order (missing ones as typed nulls)."""
+    from pyspark.sql import functions as F
+
+    by_name = {c.lower(): c for c in df.columns}
+    cols = []
+    for f in schema.fields:
+        src = by_name.get(f.name.lower())
+        if src is None:
+            cols.append(F.lit(None).cast(to_spark_type(f.type)).alias(f.name))
+        else:
+            cols.append(F.col(f"`{src}`").cast(to_spark_type(f.type)).alias(f.name))
+    return df.select(*cols)
+
+
+def _nullable(schema: StructType) -> StructType:
+    return StructType(tuple(StructField(f.name, f.type, True, f.metadata) for f in schema.fields))
+
+
+def write_delta(spark: SparkSession, df: DataFrame, path: str, request: WriteRequest) -> Snapshot | None:
+    """Execute one delta write; returns the committed snapshot (None when skipped)."""
+    mode = (request.mode or "errorifexists").lower()
+    if mode not in _MODES:
+        raise DeltaIllegalArgumentException(f"unknown save mode {request.mode!r}")
+    mode = "errorifexists" if mode in ("error", "default") else mode
+    delta_log = DeltaLog(path)
+    try:
+        snapshot: Snapshot | None = delta_log.snapshot()
+    except DeltaTableNotFoundError:
+        snapshot = None
+    if snapshot is not None and mode == "errorifexists":
+        raise DeltaAnalysisException(f"cannot write to {path}: a Delta table already exists there (mode errorifexists)")
+    if snapshot is not None and mode == "ignore":
+        return None
+    txn = Transaction(delta_log, snapshot)
+
+    app_id, app_version = request.opt("txnAppId"), request.opt("txnVersion")
+    if (app_id is None) != (app_version is None):
+        raise DeltaIllegalArgumentException("txnAppId and txnVersion must be given together")
+    if app_id is not None:
+        last = txn.app_transaction_version(app_id)
+        if last is not None and int(app_version) <= last:
+            log.warning(
+                "skipping write to %s: txnAppId %s already committed version %s (asked %s)",
+                path, app_id, last, app_version,
+            )
+            return None
+        txn.set_app_transaction(app_id, int(app_version))
+
+    data_schema = from_spark_schema(df.schema)
+    overwrite = mode == "overwrite"
+    auto_merge = _truthy(spark.conf.get(AUTO_MERGE_CONF, "false"))
+    merge_schema = _truthy(request.opt("mergeSchema", "false")) or auto_merge
+    overwrite_schema = overwrite and _truthy(request.opt("overwriteSchema", "false"))
+    replace_where = request.opt("replaceWhere")
+    if overwrite_schema and replace_where:
+        raise DeltaIllegalArgumentException("overwriteSchema cannot be used with replaceWhere")
+
+    metadata = _target_metadata(spark, snapshot, data_schema, request, merge_schema, overwrite_schema)
+    schema = StructType.from_json(json.loads(metadata.schema_string))
+    if snapshot is None or metadata != snapshot.metadata:
+        txn.update_metadata(metadata)
+        protocol = protocol_for(schema, dict(metadata.configuration), snapshot.protocol if snapshot else None)
+        if snapshot is None or protocol != snapshot.protocol:
+            txn.update_protocol(protocol)
+
+    aligned = _align(df, schema)
+    checks = _check_constraints(metadata.configuration)
+    guarded = enforce_constraints(aligned, schema, checks)
+    partitions = list(metadata.partition_columns)
+    removes: list[dict[str, Any]] = []
+    operation, params = "WRITE", {"mode": mode.capitalize() if mode != "errorifexists" else "ErrorIfExists",
+                                  "partitionBy": json.dumps(partitions)}
+
+    if overwrite and snapshot is not None and replace_where:
+        guarded = _guard_replace_where(guarded, replace_where)
+        params["predicate"] = json.dumps([replace_where])
+        removes, extra_adds = _replace_where_removes(spark, txn, snapshot, replace_where)
+    elif overwrite and snapshot is not None and _dynamic(spark, request):
+        params["dynamicPartitionOverwrite"] = "true"
+        extra_adds = []
+    elif overwrite and snapshot is not None:
+        txn.read_whole_table()
+        removes, extra_adds = remove_actions(snapshot.files), []
+    else:
+        extra_adds = []
+
+    max_records = request.opt("maxRecordsPerFile")
+    data_change = _truthy(request.opt("dataChange", "true"))
+    adds = write_files(
+        guarded, path, schema, partitions, metadata.configuration,
+        int(max_records) if max_records else None, data_change,
+    )
+    if overwrite and snapshot is not None and _dynamic(spark, request) and not replace_where:
+        removes = _dynamic_removes(txn, snapshot, adds, partitions)
+    if not data_change:
+        for r in removes:
+            r["dataChange"] = False
+    txn.remove_files(removes)
+    txn.add_files(extra_adds + adds)
+    metrics = {
+        "numFiles": len(adds),
+        "numOutputRows": sum(json.loads(a["stats"])["numRecords"] for a in adds if a.get("stats")),
+        "numOutputBytes": sum(a["size"] for a in adds),
+    }
+    if removes:
+        metrics["numRemovedFiles"] = len(removes)
+    user_metadata = request.opt("userMetadata") or spark.conf.get(
+        "spark.databricks.delta.commitInfo.userMetadata", None
+    )
+    return txn.commit(operation, params, metrics, user_metadata)
+
+
+def _dynamic(spark: SparkSession, request: WriteRequest) -> bool:
+    mode = request.opt("partitionOverwriteMode") or spark.conf.get(
+        "spark.sql.sources.partitionOverwriteMode", "static"
+    )
+    if mode.lower() not in ("static", "dynamic"):
+        raise DeltaIllegalArgumentException(f"partitionOverwriteMode must be static or dynamic, got {mode!r}")
+    return mode.lower() == "dynamic"
+
+
+def _target_metadata(
+    spark: SparkSession,
+    snapshot: Snapshot | None,
+    data_schema: StructType,
+    request: WriteRequest,
+    merge_schema: bool,
+    overwrite_schema: bool,
+) -> Metadata:
+    partition_by = list(request.partition_by or [])
+    if snapshot is None or overwrite_schema:
+        schema = _nullable(data_schema)
+        for c in partition_by:
+            if schema.find_field(c, case_sensitive=False) is None:
+                raise DeltaAnalysisException(
+                    f"partition column {c!r} is not in the data schema {data_schema.field_names}"
+                )
+        partition_by = [schema.find_field(c, case_sensitive=False).name for c in partition_by]
+        if snapshot is None:
+            conf = _session_defaults(spark) | request.table_properties
+            return Metadata.create(
+                schema_to_string(schema), partition_by, conf,
+                created_time=time.time_ns() // 1_000_000,
+            )
+        conf = dict(snapshot.configuration) | request.table_properties
+        return snapshot.metadata.with_changes(
+            schema_string=schema_to_string(schema), partition_columns=tuple(partition_by),
+            configuration=conf,
+        )
+    if partition_by and [c.lower() for c in partition_by] != [c.lower() for c in snapshot.partition_columns]:
+        raise DeltaAnalysisException(
+            f"partition columns {partition_by} do not match the table's "
+            f"{snapshot.partition_columns}; use .option('overwriteSchema', 'true') with "
+            "mode('overwrite') to change partitioning"
+        )
+    if merge_schema:
+        merged = merge_schemas(snapshot.schema, data_schema)
+        if merged != snapshot.schema:
+            return snapshot.metadata.with_changes(schema_string=schema_to_string(merged))
+        return snapshot.metadata
+    check_write_compatible(snapshot.schema, data_schema)
+    return snapshot.metadata
+
+
+def _guard_replace_where(df: DataFrame, predicate: str) -> DataFrame:
+    """Fail the write job if a written row falls outside ``replaceWhere``."""
+    from pyspark.sql import functions as F
+
+    msg = f"[DELTA_VIOLATION] Written data does not conform to replaceWhere predicate '{predicate}'"
+    ok = F.coalesce(F.expr(predicate), F.lit(False))
+    return df.where(F.when(~ok, F.raise_error(F.lit(msg))).otherwise(F.lit(True)))
+
+
+def _replace_where_removes(
+    spark: SparkSession, txn: Transaction, snapshot: Snapshot, predicate: str
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Files (or rows) the overwrite replaces: whole files when the predicate only names
+    partition columns, otherwise copies of the touched files without matching rows."""
+    from pyspark.sql import functions as F
+
+    expr = parse_predicate(predicate)
+    txn.read_predicate(expr)
+    parts = {c.lower() for c in snapshot.partition_columns}
+    if all(len(c) == 1 and c[0].lower() in parts for c in columns_of(expr)):
+        mask = partition_filter_mask(expr, snapshot.files, _arrow(snapshot), snapshot.partition_columns)
+        files = snapshot.files.filter(mask)
+        txn.read_files(files)
+        return remove_actions(files), []
+    from delta_pyspark.spark.scan import prune_files
+
+    files = prune_files(snapshot, expr)
+    txn.read_files(files)
+    removes, adds, _ = rewrite_without(spark, snapshot, files, F.expr(predicate))
+    return removes, adds
+
+
+def _arrow(snapshot: Snapshot) -> pa.Schema:
+    return to_arrow_schema(snapshot.schema)
+
+
+def _dynamic_removes(
+    txn: Transaction, snapshot: Snapshot, adds: list[dict[str, Any]], partitions: list[str]
+) -> list[dict[str, Any]]:
+    """Dynamic partition overwrite: replace exactly the partitions the new data touches."""
+    if not partitions:
+        raise DeltaAnalysisException("dynamic partition overwrite needs a partitioned table")
+    written = {tuple((a["partitionValues"] or {}).get(p) for p in partitions) for a in adds}
+    from delta_pyspark.core.expressions import And, Column, Comparison, IsNull, Literal
+
+    files = snapshot.files
+    keys = [
+        tuple(dict(pv or []).get(p) for p in partitions)
+        for pv in files.column("partitionValues").to_pylist()
+    ]
+    mask = pa.array([k in written for k in keys])
+    for values in written:
+        conj = None
+        for p, v in zip(partitions, values, strict=True):
+            term = IsNull(Column((p,))) if v is None else Comparison("=", Column((p,)), Literal(v))
+            conj = term if conj is None else And(conj, term)
+        if conj is not None:
+            txn.read_predicate(conj)
+    chosen = files.filter(mask)
+    txn.read_files(chosen)
+    return remove_actions(chosen)
