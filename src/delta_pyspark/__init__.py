@@ -2,7 +2,18 @@
 
 The transaction log, snapshots and conflict checking live in the Spark-free
 ``delta_pyspark.core`` package; ``delta_pyspark.spark`` is the data plane; the
-user-facing API is ``delta_pyspark.tables`` and ``configure_spark_with_delta``.
+user-facing API is ``delta_pyspark.tables.DeltaTable`` and
+``delta_pyspark.configure_spark_with_delta`` (imported lazily so the core and the
+CLI never load pyspark).
 """
 
+from typing import Any
+
 __version__ = "0.1.0"
+
+
+def configure_spark_with_delta(builder: Any) -> Any:
+    """Counterpart of delta-spark's ``configure_spark_with_delta_pip``."""
+    from delta_pyspark.session import configure_spark_with_delta as configure
+
+    return configure(builder)

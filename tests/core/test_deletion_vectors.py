@@ -24,9 +24,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
-from pyroaring import BitMap64
+from pyroaring import BitMap, BitMap64, FrozenBitMap64
 
 from delta_pyspark.core.deletion_vectors import (
     MAX_ROW_INDEX,
@@ -168,8 +168,7 @@ _row = st.one_of(
     st.integers(0, 70_000),
     st.integers(2**32 - 3, 2**32 + 70_000),
     st.integers(3 * 2**32, 3 * 2**32 + 10),
-    st.integers(MAX_ROW_INDEX - 5, MAX_ROW_INDEX),
-    st.integers(0, MAX_ROW_INDEX),
+    st.integers(0, 40 * 2**32),  # Spark writes a bucket per high key up to the largest
 )
 
 
@@ -177,9 +176,11 @@ _row = st.one_of(
 def _row_sets(draw) -> set[int]:
     rows = set(draw(st.lists(_row, max_size=60)))
     for start, length in draw(st.lists(st.tuples(_row, st.integers(1, 70_000)), max_size=2)):
-        rows.update(range(start, min(start + length, MAX_ROW_INDEX + 1)))
+        rows.update(range(start, start + length))
     for high, density, seed in draw(
-        st.lists(st.tuples(st.integers(0, 70_000), st.floats(0.05, 0.95), st.integers()), max_size=1)
+        st.lists(
+            st.tuples(st.integers(0, 70_000), st.floats(0.05, 0.95), st.integers()), max_size=1
+        )
     ):
         mask = np.random.default_rng(seed % 2**32).random(65536) < density
         rows.update((high << 16) + int(i) for i in np.flatnonzero(mask))
@@ -220,6 +221,11 @@ def test_z85_decodes_rust_crate_tail(body: bytes, tail: bytes) -> None:
         value, d = divmod(value, 85)
         digits = z85_encode(d.to_bytes(4, "big"))[-1] + digits
     assert z85_decode(z85_encode(body) + "#" * (4 - len(tail)) + digits) == body + tail
+
+
+def test_relative_path_needs_a_uuid() -> None:
+    with pytest.raises(CorruptLogError, match="UUID"):
+        DeletionVectorDescriptor("u", "000000000000000##000", 1, 1, 1).absolute_path("/t")
 
 
 @pytest.mark.parametrize("text", ["abc", "Hello Worl", "%%%%%", "##093HelloWorld", "####0"])
@@ -329,7 +335,10 @@ def _surviving_rows(table: Path) -> list[tuple]:
         for kind in ("add", "remove"):
             if COMMIT.fullmatch(log_name) and kind in action:
                 dv = action[kind].get("deletionVector")
-                key = (action[kind]["path"], dv and DeletionVectorDescriptor.from_dict(dv).unique_id)
+                key = (
+                    action[kind]["path"],
+                    dv and DeletionVectorDescriptor.from_dict(dv).unique_id,
+                )
                 if kind == "add":
                     active[key] = action[kind]
                 else:
@@ -385,8 +394,21 @@ def test_kernel_rs_documented_inline_dvs() -> None:
 # --------------------------------------------------------------------------- bitmaps
 
 
+_DENSE = {int(i) for i in np.flatnonzero(np.random.default_rng(7).random(65536) < 0.3)}
+_RUNS_2047 = {4 * i + j for i in range(2047) for j in range(3)}  # 6141 rows: run container
+_RUNS_2048 = {4 * i + j for i in range(2048) for j in range(3)}  # 6144 rows: bitmap container
+
+
 @settings(max_examples=80, deadline=None)
 @given(_row_sets())
+@example(set(range(100_000)))  # full and partial run containers
+@example(_DENSE | {2**32 + r for r in _DENSE})  # bitmap containers in two buckets
+@example(_RUNS_2047)
+@example(_RUNS_2048)
+@example({0, 1, 2, 3, 4, 65536, 131072, 196608})  # a run among 4 containers: offsets kept
+@example({0, 1, 2, 3, 4, 65536, 131072})  # a run among 3 containers: no offset header
+@example({65536 * k for k in range(5)})  # arrays only: offsets always
+@example({5 * 2**32 + 1, 7})  # empty buckets 1..4
 def test_bitmap_round_trip_and_spark_bytes(rows: set[int]) -> None:
     data = serialize_bitmap(rows)
     assert deserialize_bitmap(data) == BitMap64(rows)
@@ -406,7 +428,7 @@ def test_spark_writes_every_bucket_up_to_the_highest() -> None:
     empty = struct.pack("<II", 12346, 0)
     assert data[4:12] == struct.pack("<Q", 3)
     assert data[12:36] == struct.pack("<I", 0) + empty + struct.pack("<I", 1) + empty
-    sparse = struct.pack("<IQI", PORTABLE_MAGIC, 1, 2) + data[36:]  # what CRoaring would write
+    sparse = struct.pack("<IQI", PORTABLE_MAGIC, 1, 2) + data[40:]  # what CRoaring would write
     assert list(deserialize_bitmap(sparse)) == [2**33 + 1]
 
 
@@ -414,6 +436,24 @@ def test_caller_bitmap_is_not_modified() -> None:
     bitmap = BitMap64(range(100))
     serialize_bitmap(bitmap)
     assert bitmap == BitMap64(range(100))
+
+
+def test_every_input_kind_serializes_alike() -> None:
+    rows = [3, 4, 5, 6, 70_000]
+    expected = serialize_bitmap(rows)
+    for kind in (BitMap64, FrozenBitMap64, BitMap, set, tuple, iter):
+        assert serialize_bitmap(kind(rows)) == expected
+    for dtype in (np.int64, np.uint64, np.int32, np.uint32):
+        assert serialize_bitmap(np.array(rows, dtype=dtype)) == expected
+
+
+def test_largest_row_index_reads_but_is_too_big_to_write() -> None:
+    """Spark's dense buckets would make this bitmap ~24 GiB; both sides refuse to write it."""
+    sparse = struct.pack("<IQI", PORTABLE_MAGIC, 1, MAX_ROW_INDEX >> 32)
+    sparse += serialize_bitmap([MAX_ROW_INDEX & 0xFFFFFFFF])[16:]
+    assert list(deserialize_bitmap(sparse)) == [MAX_ROW_INDEX]
+    with pytest.raises(DeltaIllegalArgumentException, match="too big"):
+        serialize_bitmap([MAX_ROW_INDEX])
 
 
 @pytest.mark.parametrize(

@@ -35,7 +35,9 @@ def _golden(with_expected: bool) -> list[str]:
     if not GOLDEN.is_dir():
         return []
     return sorted(
-        d.name for d in GOLDEN.iterdir() if d.is_dir() and (d / "expected").is_dir() == with_expected
+        d.name
+        for d in GOLDEN.iterdir()
+        if d.is_dir() and (d / "expected").is_dir() == with_expected
     )
 
 
@@ -129,7 +131,9 @@ def _live_paths(snapshot: Snapshot) -> list[str]:
 
 
 def _latest_version_on_disk(table: Path) -> int:
-    return max(int(p.name[:20]) for p in (table / "_delta_log").glob("*.json") if p.name[:20].isdigit())
+    return max(
+        int(p.name[:20]) for p in (table / "_delta_log").glob("*.json") if p.name[:20].isdigit()
+    )
 
 
 def _assert_matches_deltalake(table: Path, snapshot: Snapshot) -> None:
@@ -161,7 +165,7 @@ def test_golden_table_matches_reference_output(name: str) -> None:
 
     assert mismatches == []
     assert snapshot.version == _latest_version_on_disk(table)
-    top_level = [f.name for f in snapshot.schema.fields]
+    top_level = snapshot.schema.field_names
     assert expected, f"{name}: no expected Parquet files"
     for part in expected:
         assert pq.read_schema(part).names == top_level, part.name
@@ -271,7 +275,9 @@ def test_kernel_app_transactions() -> None:
     assert txns
     raw = [
         json.loads(line)["txn"]
-        for f in sorted((TESTDATA / "kernel" / "app-txn-with-last-updated" / "_delta_log").glob("*.json"))
+        for f in sorted(
+            (TESTDATA / "kernel" / "app-txn-with-last-updated" / "_delta_log").glob("*.json")
+        )
         for line in f.read_text().splitlines()
         if line.strip() and "txn" in json.loads(line)
     ]

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from pyroaring import BitMap64
+from pyroaring import AbstractBitMap, AbstractBitMap64, BitMap64
 
 from delta_pyspark.core.log_store import LogStore
 from delta_pyspark.exceptions import (
@@ -167,8 +167,14 @@ class DeletionVectorDescriptor:
             return None
         if self.storage_type == "p":
             return self.path_or_inline_dv
-        prefix = self.path_or_inline_dv[:-_UUID_CHARS]
-        file_id = uuid.UUID(bytes=z85_decode(self.path_or_inline_dv[-_UUID_CHARS:]))
+        prefix, encoded = (
+            self.path_or_inline_dv[:-_UUID_CHARS],
+            self.path_or_inline_dv[-_UUID_CHARS:],
+        )
+        raw = z85_decode(encoded)
+        if len(raw) != 16:
+            raise CorruptLogError(f"deletion vector path {self.path_or_inline_dv!r} has no UUID")
+        file_id = uuid.UUID(bytes=raw)
         root = table_root.rstrip("/")
         directory = f"{root}/{prefix}" if prefix else root
         return f"{directory}/deletion_vector_{file_id}.bin"
@@ -269,9 +275,11 @@ def deserialize_bitmap(data: bytes) -> BitMap64:
 
 def _to_bitmap64(rows: BitMap64 | Iterable[int]) -> BitMap64:
     """A fresh BitMap64 of ``rows``, checked to be valid row indexes."""
+    if isinstance(rows, AbstractBitMap):  # 32-bit pyroaring: widen without a Python loop
+        rows = np.frombuffer(rows.to_array(), dtype=np.uint32)
     try:
-        if isinstance(rows, BitMap64):
-            bitmap = rows.copy()
+        if isinstance(rows, AbstractBitMap64):
+            bitmap = BitMap64(rows)  # a C-level copy: the caller's bitmap stays untouched
         elif isinstance(rows, np.ndarray):
             if rows.size and (rows.dtype.kind not in "iu" or rows.min() < 0):
                 raise DeltaIllegalArgumentException("row indexes must be non-negative integers")
@@ -291,6 +299,8 @@ def _serialize(bitmap: BitMap64) -> bytes:
     bitmap.run_optimize()  # delta-spark's BitmapAggregator does this before writing
     raw = bitmap.serialize()  # CRoaring's portable form skips empty buckets; Spark does not
     n_buckets = (bitmap.max() >> 32) + 1 if bitmap else 0
+    if 12 + 12 * n_buckets + len(raw) > _MAX_FILE_SIZE:  # Spark refuses these too
+        raise DeltaIllegalArgumentException(f"a bitmap up to row {bitmap.max()} is too big")
     out = [struct.pack("<IQ", PORTABLE_MAGIC, n_buckets)]
     pos, next_key = 8, 0
     for _ in range(struct.unpack_from("<Q", raw)[0]):
@@ -376,7 +386,9 @@ def deleted_row_indexes(
 # --------------------------------------------------------------------------- writing
 
 
-def _descriptor(kind: str, path: str, offset: int | None, data: bytes, rows: BitMap64):
+def _descriptor(
+    kind: str, path: str, offset: int | None, data: bytes, rows: BitMap64
+) -> DeletionVectorDescriptor:
     return DeletionVectorDescriptor(
         kind, path, offset, len(data), len(rows), rows.max() if rows else None
     )

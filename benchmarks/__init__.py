@@ -1,0 +1,1 @@
+"""Performance benchmarks: ``python -m benchmarks [name ...]`` (all when no name is given)."""

@@ -1,0 +1,32 @@
+"""Run benchmarks: ``python -m benchmarks`` runs all, ``python -m benchmarks NAME`` one."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+BENCHMARKS = {
+    "snapshot_load": "benchmarks.snapshot_load",
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    names = list(sys.argv[1:] if argv is None else argv)
+    if any(n in ("-h", "--help") for n in names):
+        print(f"usage: python -m benchmarks [{' | '.join(BENCHMARKS)}] ...")
+        return 0
+    unknown = [n for n in names if n not in BENCHMARKS]
+    if unknown:
+        print(
+            f"unknown benchmark(s): {', '.join(unknown)}; available: {', '.join(BENCHMARKS)}",
+            file=sys.stderr,
+        )
+        return 2
+    for name in names or list(BENCHMARKS):
+        print(f"== {name}")
+        importlib.import_module(BENCHMARKS[name]).main()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

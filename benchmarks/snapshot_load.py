@@ -1,0 +1,277 @@
+"""Latest-snapshot load time and peak memory: delta-pyspark vs deltalake (delta-rs).
+
+Builds a log-only table (no data files): 1,000 commits of 100 realistic ``add`` actions
+(10 partitions, JSON stats for 4 columns), a classic checkpoint every 10 commits written
+with ``core.checkpoint.write_checkpoint`` from the replayed state (only the newest three
+are kept on disk, as after metadata cleanup). Each measurement runs
+in a fresh interpreter; memory is the peak RSS of the load minus the peak RSS of that
+interpreter right after importing the library. Best of 3 for both.
+
+    python -m benchmarks snapshot_load
+    python -m benchmarks.snapshot_load --commits 200 --keep /tmp/table
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+SCHEMA = json.dumps(
+    {
+        "type": "struct",
+        "fields": [
+            {"name": "id", "type": "long", "nullable": True, "metadata": {}},
+            {"name": "value", "type": "double", "nullable": True, "metadata": {}},
+            {"name": "name", "type": "string", "nullable": True, "metadata": {}},
+            {"name": "ts", "type": "timestamp", "nullable": True, "metadata": {}},
+            {"name": "part", "type": "string", "nullable": True, "metadata": {}},
+        ],
+    }
+)
+PARTITIONS = 10
+KEEP_CHECKPOINTS = 3
+TARGET_TIME_RATIO = 1.0
+TARGET_MEMORY_RATIO = 2.0
+
+
+def _add(rng: random.Random, version: int, index: int, base_ms: int) -> dict[str, Any]:
+    part = f"p{index % PARTITIONS}"
+    low = rng.randrange(0, 10**9)
+    rows = rng.randrange(1_000, 100_000)
+    ts_lo = base_ms + rng.randrange(0, 10**9)
+    stats = {
+        "numRecords": rows,
+        "minValues": {
+            "id": low,
+            "value": round(rng.random(), 6),
+            "name": f"name-{low % 9973:05d}",
+            "ts": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(ts_lo / 1000)),
+        },
+        "maxValues": {
+            "id": low + rows,
+            "value": round(1 + rng.random(), 6),
+            "name": f"name-{(low + rows) % 9973:05d}",
+            "ts": time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime((ts_lo + 3_600_000) / 1000)),
+        },
+        "nullCount": {
+            "id": 0,
+            "value": rng.randrange(0, 10),
+            "name": rng.randrange(0, 10),
+            "ts": 0,
+        },
+    }
+    return {
+        "path": f"part={part}/part-{index % 1000:05d}-{uuid.UUID(int=rng.getrandbits(128))}"
+        f".c000.snappy.parquet",
+        "partitionValues": {"part": part},
+        "size": rng.randrange(100_000, 128 * 1024 * 1024),
+        "modificationTime": base_ms + version * 1000,
+        "dataChange": True,
+        "stats": json.dumps(stats, separators=(",", ":")),
+    }
+
+
+def build_table(
+    root: Path,
+    commits: int = 1000,
+    adds_per_commit: int = 100,
+    checkpoint_interval: int = 10,
+    seed: int = 42,
+) -> dict[str, Any]:
+    """Write the log directly; replay incrementally (one ``apply`` per checkpoint interval)."""
+    from delta_pyspark.core.checkpoint import write_checkpoint
+    from delta_pyspark.core.log_replay import empty_state, parse_actions
+    from delta_pyspark.core.log_store import LocalLogStore
+
+    rng = random.Random(seed)
+    log_dir = root / "_delta_log"
+    log_dir.mkdir(parents=True)
+    store = LocalLogStore()
+    base_ms = 1_700_000_000_000
+    state = empty_state()
+    pending = []
+    written: list[int] = []
+    for version in range(commits):
+        info: dict[str, Any] = {
+            "timestamp": base_ms + version * 1000,
+            "operation": "WRITE",
+            "operationParameters": {"mode": "Append"},
+            "isBlindAppend": True,
+        }
+        if version > 0:
+            info["readVersion"] = version - 1
+        lines: list[dict[str, Any]] = [{"commitInfo": info}]
+        if version == 0:
+            lines.append({"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}})
+            lines.append(
+                {
+                    "metaData": {
+                        "id": str(uuid.UUID(int=rng.getrandbits(128))),
+                        "format": {"provider": "parquet", "options": {}},
+                        "schemaString": SCHEMA,
+                        "partitionColumns": ["part"],
+                        "configuration": {"delta.checkpointInterval": str(checkpoint_interval)},
+                        "createdTime": base_ms,
+                    }
+                }
+            )
+        first = version * adds_per_commit
+        lines += [{"add": _add(rng, version, first + i, base_ms)} for i in range(adds_per_commit)]
+        data = (
+            "\n".join(json.dumps(line, separators=(",", ":")) for line in lines) + "\n"
+        ).encode()
+        (log_dir / f"{version:020d}.json").write_bytes(data)
+        pending.append(parse_actions(data, f"version {version}"))
+        if version > 0 and version % checkpoint_interval == 0:
+            state = state.apply(version, pending)
+            pending = []
+            write_checkpoint(store, str(log_dir), state)
+            written.append(version)
+            # Only the newest checkpoint is read; prune old ones as metadata cleanup would
+            # (commits stay) so the log stays a few hundred MiB.
+            for old in written[:-KEEP_CHECKPOINTS]:
+                (log_dir / f"{old:020d}.checkpoint.parquet").unlink()
+            del written[:-KEEP_CHECKPOINTS]
+    size = sum(p.stat().st_size for p in log_dir.iterdir())
+    return {"commits": commits, "files": commits * adds_per_commit, "log_bytes": size}
+
+
+_CHILD = r"""
+import resource, sys, time
+impl, path = sys.argv[1], sys.argv[2]
+if impl == "delta_pyspark":
+    from delta_pyspark.core.delta_log import DeltaLog
+    def load():
+        return DeltaLog(path).snapshot().num_files
+else:
+    from deltalake import DeltaTable
+    def load():
+        return DeltaTable(path).get_add_actions(flatten=False).num_rows
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+start = time.perf_counter()
+n = load()
+elapsed = time.perf_counter() - start
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(f"{elapsed} {peak - base} {base} {n}")
+"""
+
+
+def measure(impl: str, path: Path, repeat: int = 3) -> dict[str, float]:
+    """Best-of-``repeat`` load time (s) and extra peak RSS (MiB), each in a fresh interpreter."""
+    times, mems, bases, files = [], [], [], set()
+    for _ in range(repeat):
+        out = subprocess.run(
+            [sys.executable, "-c", _CHILD, impl, str(path)],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.split()
+        times.append(float(out[0]))
+        mems.append(int(out[1]) / 1024)  # ru_maxrss is in KiB on Linux
+        bases.append(int(out[2]) / 1024)
+        files.add(int(out[3]))
+    if len(files) != 1:
+        raise RuntimeError(f"{impl} returned different file counts: {files}")
+    return {
+        "seconds": min(times),
+        "peak_mib": min(mems),
+        "baseline_mib": min(bases),
+        "files": files.pop(),
+    }
+
+
+def _build_in_subprocess(root: Path, commits: int, adds_per_commit: int) -> dict[str, Any]:
+    """Build in a child so this process stays small: Linux carries ``ru_maxrss`` across
+    fork+exec, so a big parent would hide the children's peaks."""
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.snapshot_load",
+            "--build-only",
+            str(root),
+            "--commits",
+            str(commits),
+            "--adds-per-commit",
+            str(adds_per_commit),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def run(
+    commits: int = 1000, adds_per_commit: int = 100, repeat: int = 3, keep: Path | None = None
+) -> dict[str, Any]:
+    tmp = Path(tempfile.mkdtemp(prefix="delta-bench-"))
+    root = keep or tmp / "table"
+    try:
+        start = time.perf_counter()
+        info = _build_in_subprocess(root, commits, adds_per_commit)
+        print(
+            f"built {info['files']:,} files over {info['commits']:,} commits in "
+            f"{time.perf_counter() - start:.1f}s; _delta_log is {info['log_bytes'] / 2**20:.0f} MiB"
+        )
+        ours = measure("delta_pyspark", root, repeat)
+        theirs = measure("deltalake", root, repeat)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    for name, r in (("delta_pyspark", ours), ("deltalake", theirs)):
+        if r["files"] != info["files"]:
+            raise RuntimeError(f"{name} saw {r['files']} files, expected {info['files']}")
+    time_ratio = ours["seconds"] / theirs["seconds"]
+    mem_ratio = ours["peak_mib"] / theirs["peak_mib"] if theirs["peak_mib"] > 0 else float("inf")
+    print(f"best of {repeat}, fresh interpreter each; memory = peak RSS minus RSS after import")
+    print(f"{'implementation':<16}{'load (s)':>10}{'peak RSS (MiB)':>16}{'baseline (MiB)':>16}")
+    for name, r in (("delta_pyspark", ours), ("deltalake", theirs)):
+        print(f"{name:<16}{r['seconds']:>10.3f}{r['peak_mib']:>16.1f}{r['baseline_mib']:>16.1f}")
+    print(f"{'ratio':<16}{time_ratio:>9.2f}x{mem_ratio:>15.2f}x")
+    verdict = (
+        "meets"
+        if time_ratio <= TARGET_TIME_RATIO and mem_ratio <= TARGET_MEMORY_RATIO
+        else "MISSES"
+    )
+    print(
+        f"{verdict} the targets: time <= {TARGET_TIME_RATIO:.1f}x, "
+        f"memory <= {TARGET_MEMORY_RATIO:.1f}x of deltalake"
+    )
+    return {
+        "build": info,
+        "delta_pyspark": ours,
+        "deltalake": theirs,
+        "time_ratio": time_ratio,
+        "memory_ratio": mem_ratio,
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.snapshot_load",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--commits", type=int, default=1000)
+    parser.add_argument("--adds-per-commit", type=int, default=100)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--keep", type=Path, default=None, help="build the table here and keep it")
+    parser.add_argument("--build-only", type=Path, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args([] if argv is None else argv)
+    if args.build_only is not None:
+        print(json.dumps(build_table(args.build_only, args.commits, args.adds_per_commit)))
+        return
+    run(args.commits, args.adds_per_commit, args.repeat, args.keep)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

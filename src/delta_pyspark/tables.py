@@ -1,0 +1,363 @@
+"""``DeltaTable``: delta-spark's Python API over this implementation."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, SparkSession
+
+from delta_pyspark.core.actions import Metadata, remove_actions
+from delta_pyspark.core.delta_log import DeltaLog
+from delta_pyspark.core.expressions import parse_predicate
+from delta_pyspark.core.schema import StructField, StructType, schema_to_string
+from delta_pyspark.core.snapshot import Snapshot
+from delta_pyspark.core.table_features import (
+    implied_writer_features,
+    protocol_for,
+    reader_features,
+    check_writable,
+    with_features,
+)
+from delta_pyspark.core.transaction import Transaction
+from delta_pyspark.exceptions import (
+    DeltaAnalysisException,
+    DeltaIllegalArgumentException,
+    DeltaTableNotFoundError,
+)
+from delta_pyspark.session import install, load_table
+from delta_pyspark.spark.catalog import table_location
+from delta_pyspark.spark.rewrite import rewrite_without
+from delta_pyspark.spark.scan import prune_files
+from delta_pyspark.spark.types import from_spark_schema
+
+
+def _condition_sql(condition: str | Column | None) -> str | None:
+    if condition is None or isinstance(condition, str):
+        return condition
+    text = str(condition)  # Column<'(id = 2)'>
+    if text.startswith("Column<'") and text.endswith("'>"):
+        return text[8:-2]
+    return text
+
+
+class DeltaTable:
+    """A Delta table at a path (or managed table name), read at its latest version."""
+
+    def __init__(self, spark: SparkSession, path: str, alias: str | None = None) -> None:
+        install()
+        self._spark = spark
+        self._path = path
+        self._log = DeltaLog(path)
+        self._alias = alias
+
+    # ------------------------------------------------------------ construction
+
+    @classmethod
+    def forPath(cls, sparkSession: SparkSession, path: str) -> DeltaTable:  # noqa: N802
+        log = DeltaLog(path)
+        if not log.is_delta_table():
+            raise DeltaTableNotFoundError(f"{path} is not a Delta table")
+        return cls(sparkSession, path)
+
+    @classmethod
+    def forName(cls, sparkSession: SparkSession, tableOrViewName: str) -> DeltaTable:  # noqa: N802
+        location = table_location(sparkSession, tableOrViewName)
+        if not DeltaLog(location).is_delta_table():
+            raise DeltaTableNotFoundError(f"{tableOrViewName} is not a Delta table (looked in {location})")
+        return cls(sparkSession, location)
+
+    @classmethod
+    def isDeltaTable(cls, sparkSession: SparkSession, identifier: str) -> bool:  # noqa: N802
+        return DeltaLog(identifier).is_delta_table()
+
+    @classmethod
+    def create(cls, sparkSession: SparkSession | None = None) -> DeltaTableBuilder:
+        return DeltaTableBuilder(sparkSession or SparkSession.getActiveSession(), "create")
+
+    @classmethod
+    def createIfNotExists(cls, sparkSession: SparkSession | None = None) -> DeltaTableBuilder:  # noqa: N802
+        return DeltaTableBuilder(sparkSession or SparkSession.getActiveSession(), "createIfNotExists")
+
+    @classmethod
+    def replace(cls, sparkSession: SparkSession | None = None) -> DeltaTableBuilder:
+        return DeltaTableBuilder(sparkSession or SparkSession.getActiveSession(), "replace")
+
+    @classmethod
+    def createOrReplace(cls, sparkSession: SparkSession | None = None) -> DeltaTableBuilder:  # noqa: N802
+        return DeltaTableBuilder(sparkSession or SparkSession.getActiveSession(), "createOrReplace")
+
+    # ------------------------------------------------------------ reading
+
+    def _snapshot(self) -> Snapshot:
+        return self._log.snapshot()
+
+    def toDF(self) -> DataFrame:  # noqa: N802
+        df = load_table(self._spark, self._path, {})
+        return df.alias(self._alias) if self._alias else df
+
+    def alias(self, aliasName: str) -> DeltaTable:  # noqa: N802
+        return DeltaTable(self._spark, self._path, aliasName)
+
+    def history(self, limit: int | None = None) -> DataFrame:
+        from pyspark.sql.types import (
+            BooleanType,
+            LongType,
+            MapType,
+            StringType,
+            StructField as SF,
+            StructType as ST,
+            TimestampType,
+        )
+
+        rows = []
+        for r in self._log.history(limit):
+            rows.append(
+                (
+                    r["version"],
+                    _datetime(r["timestamp"]),
+                    r.get("userId"),
+                    r.get("userName"),
+                    r.get("operation"),
+                    {k: str(v) for k, v in (r.get("operationParameters") or {}).items()},
+                    r.get("readVersion"),
+                    r.get("isolationLevel"),
+                    r.get("isBlindAppend"),
+                    {k: str(v) for k, v in (r.get("operationMetrics") or {}).items()},
+                    r.get("userMetadata"),
+                    r.get("engineInfo"),
+                )
+            )
+        strmap = MapType(StringType(), StringType())
+        schema = ST(
+            [
+                SF("version", LongType()), SF("timestamp", TimestampType()),
+                SF("userId", StringType()), SF("userName", StringType()),
+                SF("operation", StringType()), SF("operationParameters", strmap),
+                SF("readVersion", LongType()), SF("isolationLevel", StringType()),
+                SF("isBlindAppend", BooleanType()), SF("operationMetrics", strmap),
+                SF("userMetadata", StringType()), SF("engineInfo", StringType()),
+            ]
+        )
+        return self._spark.createDataFrame(rows, schema)
+
+    def detail(self) -> DataFrame:
+        s = self._snapshot()
+        p = s.protocol
+        features = sorted(reader_features(p) | implied_writer_features(p))
+        created = s.metadata.created_time
+        row = {
+            "format": "delta",
+            "id": s.metadata.id,
+            "name": s.metadata.name,
+            "description": s.metadata.description,
+            "location": s.table_root,
+            "createdAt": _datetime(created) if created else None,
+            "lastModified": _datetime(s.timestamp),
+            "partitionColumns": s.partition_columns,
+            "numFiles": s.num_files,
+            "sizeInBytes": s.size_in_bytes,
+            "properties": dict(s.configuration),
+            "minReaderVersion": p.min_reader_version,
+            "minWriterVersion": p.min_writer_version,
+            "tableFeatures": features,
+        }
+        ddl = (
+            "format string, id string, name string, description string, location string, "
+            "createdAt timestamp, lastModified timestamp, partitionColumns array<string>, "
+            "numFiles long, sizeInBytes long, properties map<string,string>, "
+            "minReaderVersion int, minWriterVersion int, tableFeatures array<string>"
+        )
+        return self._spark.createDataFrame([row], ddl)
+
+    # ------------------------------------------------------------ protocol
+
+    def upgradeTableProtocol(self, readerVersion: int, writerVersion: int) -> None:  # noqa: N802
+        s = self._snapshot()
+        p = s.protocol
+        if readerVersion < p.min_reader_version or writerVersion < p.min_writer_version:
+            raise DeltaIllegalArgumentException(
+                f"cannot downgrade protocol ({p.min_reader_version}, {p.min_writer_version}) "
+                f"to ({readerVersion}, {writerVersion})"
+            )
+        from delta_pyspark.core.actions import Protocol
+
+        if writerVersion < 7:
+            new = Protocol(readerVersion, writerVersion)
+        elif readerVersion >= 3:
+            new = Protocol(3, 7, reader_features(p), implied_writer_features(p))
+        else:
+            new = Protocol(readerVersion, 7, None, implied_writer_features(p))
+        if new == p:
+            return
+        txn = Transaction(self._log, s)
+        txn.update_protocol(new)
+        txn.commit("UPGRADE PROTOCOL", {"newProtocol": json.dumps(new.to_dict())})
+
+    def addFeatureSupport(self, featureName: str) -> None:  # noqa: N802
+        s = self._snapshot()
+        new = with_features(s.protocol, {featureName})
+        check_writable(new, self._path)
+        if new == s.protocol:
+            return
+        txn = Transaction(self._log, s)
+        txn.update_protocol(new)
+        txn.commit("ADD FEATURE", {"feature": featureName})
+
+    # ------------------------------------------------------------ DML
+
+    def delete(self, condition: str | Column | None = None) -> None:
+        """Delete rows matching ``condition`` (all rows when None), one atomic commit."""
+        from pyspark.sql import functions as F
+
+        start = time.time()
+        s = self._snapshot()
+        txn = Transaction(self._log, s)
+        sql = _condition_sql(condition)
+        if sql is None:
+            txn.read_whole_table()
+            files = s.files
+            txn.read_files(files)
+            removes, adds, copied = remove_actions(files), [], 0
+            deleted = _count_records(files)
+        else:
+            expr = parse_predicate(sql)
+            txn.read_predicate(expr)
+            files = prune_files(s, expr)
+            txn.read_files(files)
+            parts = {c.lower() for c in s.partition_columns}
+            from delta_pyspark.core.expressions import columns_of
+
+            if all(len(c) == 1 and c[0].lower() in parts for c in columns_of(expr)) and columns_of(expr):
+                removes, adds, copied = remove_actions(files), [], 0
+                deleted = _count_records(files)
+            else:
+                before = _count_records(files)
+                removes, adds, copied = rewrite_without(self._spark, s, files, F.expr(sql))
+                deleted = before - copied
+        if not removes and not adds:
+            return
+        metrics = {
+            "numRemovedFiles": len(removes),
+            "numAddedFiles": len(adds),
+            "numDeletedRows": deleted,
+            "numCopiedRows": copied,
+            "executionTimeMs": int((time.time() - start) * 1000),
+        }
+        txn.remove_files(removes)
+        txn.add_files(adds)
+        txn.commit("DELETE", {"predicate": json.dumps([sql] if sql else [])}, metrics)
+
+
+def _count_records(files: Any) -> int:
+    total = 0
+    for stats in files.column("stats").to_pylist():
+        if stats:
+            total += int(json.loads(stats).get("numRecords", 0))
+    return total
+
+
+def _datetime(ms: int) -> Any:
+    from datetime import datetime
+
+    return datetime.fromtimestamp(ms / 1000)
+
+
+class DeltaTableBuilder:
+    """``DeltaTable.create()/createIfNotExists()/replace()/createOrReplace()`` builder."""
+
+    def __init__(self, spark: SparkSession | None, mode: str) -> None:
+        if spark is None:
+            raise DeltaIllegalArgumentException("no active SparkSession")
+        self._spark = spark
+        self._mode = mode
+        self._name: str | None = None
+        self._location: str | None = None
+        self._fields: list[StructField] = []
+        self._partitions: list[str] = []
+        self._properties: dict[str, str] = {}
+        self._comment: str | None = None
+
+    def tableName(self, identifier: str) -> DeltaTableBuilder:  # noqa: N802
+        self._name = identifier
+        return self
+
+    def location(self, location: str) -> DeltaTableBuilder:
+        self._location = location
+        return self
+
+    def comment(self, comment: str) -> DeltaTableBuilder:
+        self._comment = comment
+        return self
+
+    def addColumn(  # noqa: N802
+        self, colName: str, dataType: Any, nullable: bool = True, generatedAlwaysAs: str | None = None,
+        comment: str | None = None,
+    ) -> DeltaTableBuilder:
+        from pyspark.sql.types import DataType as SparkDataType
+        from pyspark.sql.types import StructField as SparkField
+        from pyspark.sql.types import StructType as SparkStruct
+        from pyspark.sql.types import _parse_datatype_string
+
+        if generatedAlwaysAs is not None:
+            raise DeltaAnalysisException("generated columns are not supported yet")
+        spark_type = dataType if isinstance(dataType, SparkDataType) else _parse_datatype_string(dataType)
+        metadata = {"comment": comment} if comment else {}
+        spark_field = SparkField(colName, spark_type, nullable, metadata)
+        self._fields.append(from_spark_schema(SparkStruct([spark_field])).fields[0])
+        return self
+
+    def addColumns(self, cols: Any) -> DeltaTableBuilder:  # noqa: N802
+        for f in (cols.fields if hasattr(cols, "fields") else cols):
+            self.addColumn(f.name, f.dataType, f.nullable)
+        return self
+
+    def partitionedBy(self, *cols: Any) -> DeltaTableBuilder:  # noqa: N802
+        if len(cols) == 1 and isinstance(cols[0], list | tuple):
+            cols = tuple(cols[0])
+        self._partitions = list(cols)
+        return self
+
+    def property(self, key: str, value: str) -> DeltaTableBuilder:
+        self._properties[key] = str(value)
+        return self
+
+    def execute(self) -> DeltaTable:
+        if self._location is None and self._name is None:
+            raise DeltaIllegalArgumentException("give the table a tableName() or a location()")
+        path = self._location or table_location(self._spark, self._name or "")
+        log = DeltaLog(path)
+        exists = log.is_delta_table()
+        if exists and self._mode == "create":
+            raise DeltaAnalysisException(f"table {self._name or path} already exists")
+        if exists and self._mode == "createIfNotExists":
+            return DeltaTable(self._spark, path)
+        if not exists and self._mode == "replace":
+            raise DeltaAnalysisException(f"table {self._name or path} does not exist; cannot replace")
+        if not self._fields:
+            raise DeltaAnalysisException("a new table needs at least one column")
+        schema = StructType(tuple(self._fields))
+        for c in self._partitions:
+            if schema.find_field(c, case_sensitive=False) is None:
+                raise DeltaAnalysisException(f"partition column {c!r} is not a column of the table")
+        snapshot = log.snapshot() if exists else None
+        txn = Transaction(log, snapshot)
+        if snapshot is not None:
+            txn.read_whole_table()
+            txn.remove_files(remove_actions(snapshot.files))
+            metadata = snapshot.metadata.with_changes(
+                schema_string=schema_to_string(schema), partition_columns=tuple(self._partitions),
+                configuration=dict(self._properties), description=self._comment,
+            )
+        else:
+            metadata = Metadata.create(
+                schema_to_string(schema), self._partitions, self._properties, self._name,
+                self._comment, created_time=int(time.time() * 1000),
+            )
+        txn.update_metadata(metadata)
+        txn.update_protocol(protocol_for(schema, self._properties, snapshot.protocol if snapshot else None))
+        operation = "CREATE TABLE" if snapshot is None else "REPLACE TABLE"
+        txn.commit(operation, {"partitionBy": json.dumps(self._partitions),
+                               "properties": json.dumps(self._properties)})
+        return DeltaTable(self._spark, path)

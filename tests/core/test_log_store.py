@@ -1,0 +1,127 @@
+"""LocalLogStore: put-if-absent is the commit point, so it must be atomic under races."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from delta_pyspark.core.log_store import LocalLogStore, log_store_for, to_local_path
+from delta_pyspark.exceptions import FileAlreadyExistsError
+
+WRITERS = 16
+
+
+def _payload(writer: int) -> bytes:
+    # Large enough that a torn or interleaved write would show.
+    return (f"writer-{writer:02d}\n".encode()) * 50_000
+
+
+def test_put_if_absent_race_has_exactly_one_winner(tmp_path: Path) -> None:
+    store = LocalLogStore()
+    target = tmp_path / "_delta_log" / f"{1:020d}.json"
+    barrier = threading.Barrier(WRITERS)
+    won: list[int] = []
+    lost: list[FileAlreadyExistsError] = []
+    other: list[BaseException] = []
+    lock = threading.Lock()
+
+    def attempt(writer: int) -> None:
+        barrier.wait()
+        try:
+            store.write_if_absent(str(target), _payload(writer))
+        except FileAlreadyExistsError as e:
+            with lock:
+                lost.append(e)
+        except BaseException as e:  # anything else is a failure of the store
+            with lock:
+                other.append(e)
+        else:
+            with lock:
+                won.append(writer)
+
+    threads = [threading.Thread(target=attempt, args=(i,)) for i in range(WRITERS)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+    assert other == []
+    assert len(won) == 1
+    assert len(lost) == WRITERS - 1
+    assert all(str(target) in str(e) and "already exists" in str(e) for e in lost)
+    assert target.read_bytes() == _payload(won[0])
+    assert os.listdir(target.parent) == [target.name]  # no temp files left behind
+
+
+def test_write_if_absent_refuses_to_overwrite(tmp_path: Path) -> None:
+    store = LocalLogStore()
+    path = str(tmp_path / "f.json")
+    store.write_if_absent(path, b"first")
+    with pytest.raises(FileAlreadyExistsError, match=r"f\.json already exists"):
+        store.write_if_absent(path, b"second")
+    assert store.read(path) == b"first"
+    assert os.listdir(tmp_path) == ["f.json"]
+
+
+def test_write_creates_directories_and_replaces(tmp_path: Path) -> None:
+    store = LocalLogStore()
+    path = str(tmp_path / "a" / "b" / "_last_checkpoint")
+    store.write(path, b"one")
+    store.write(path, b"two")
+    assert store.read(path) == b"two"
+    assert os.listdir(tmp_path / "a" / "b") == ["_last_checkpoint"]
+
+
+def test_list_from_is_sorted_and_starts_at_name(tmp_path: Path) -> None:
+    store = LocalLogStore()
+    for v in (3, 1, 10, 2):
+        store.write(str(tmp_path / f"{v:020d}.json"), b"x" * v)
+    (tmp_path / "subdir").mkdir()  # directories are not listed
+    listed = list(store.list_from(str(tmp_path), f"{2:020d}"))
+    assert [s.name for s in listed] == [f"{v:020d}.json" for v in (2, 3, 10)]
+    assert [s.size for s in listed] == [2, 3, 10]
+    assert all(s.path == f"{tmp_path}/{s.name}" for s in listed)
+    mtime = int(os.stat(tmp_path / f"{3:020d}.json").st_mtime * 1000)
+    assert listed[1].modification_time == mtime
+    assert list(store.list_from(str(tmp_path / "missing"))) == []
+
+
+def test_read_range_and_errors(tmp_path: Path) -> None:
+    store = LocalLogStore()
+    path = str(tmp_path / "dv.bin")
+    store.write(path, bytes(range(100)))
+    assert store.read_range(path, 10, 5) == bytes(range(10, 15))
+    with pytest.raises(EOFError, match="wanted 10 bytes at offset 95, got 5"):
+        store.read_range(path, 95, 10)
+    with pytest.raises(FileNotFoundError):
+        store.read(str(tmp_path / "nope"))
+
+
+def test_delete_exists_is_dir(tmp_path: Path) -> None:
+    store = LocalLogStore()
+    path = str(tmp_path / "f")
+    store.write(path, b"x")
+    assert store.exists(path) and not store.is_dir(path)
+    assert store.is_dir(str(tmp_path))
+    store.delete(path)
+    store.delete(path)  # a missing file is not an error
+    assert not store.exists(path)
+
+
+def test_file_uris_are_local_paths(tmp_path: Path) -> None:
+    store = LocalLogStore()
+    target = tmp_path / "with space.json"
+    uri = "file://" + str(target).replace(" ", "%20")
+    assert to_local_path(uri) == str(target)
+    store.write_if_absent(uri, b"x")
+    assert target.read_bytes() == b"x"
+    assert isinstance(log_store_for(uri), LocalLogStore)
+    assert isinstance(log_store_for(str(tmp_path)), LocalLogStore)
+
+
+def test_unknown_scheme_is_refused() -> None:
+    with pytest.raises(NotImplementedError, match="no log store for scheme 's3'"):
+        log_store_for("s3://bucket/table")
