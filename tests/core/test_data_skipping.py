@@ -267,6 +267,17 @@ def test_large_in_list_uses_its_range() -> None:
         False,
         False,
     ]
+    # partition values are single values: membership stays exact, even for long lists
+    parts = pa.table(
+        {
+            "partitionValues": pa.array(
+                [[("p", "150")], [("p", "151")]], pa.map_(pa.string(), pa.string())
+            )
+        }
+    )
+    evens = ", ".join(f"'{v}'" for v in range(100, 300, 2))
+    mask = partition_filter_mask(parse_predicate(f"p IN ({evens})"), parts, SCHEMA, PARTS)
+    assert mask.to_pylist() == [True, False]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -280,7 +280,7 @@ def _assert_all_versions(root: Path, expected: list[dict[str, Any]]) -> None:
     assert snapshot_view(log.snapshot()) == expected[-1]
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=20, deadline=None)
 @given(st.data())
 def test_replay_matches_reconciliation_model(data: st.DataObject) -> None:
     root = Path(tempfile.mkdtemp(prefix="replay-"))

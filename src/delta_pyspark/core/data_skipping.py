@@ -361,26 +361,27 @@ class _Context:
         if prepared is None:
             return _UNKNOWN
         low, high, vs = prepared
-        if len(vs) > _IN_LIST_RANGE_LIMIT:
-            vs_sorted = sorted(v.as_py() for v in vs)
-            typ = vs[0].type
-            ranges = [(pa.scalar(vs_sorted[0], typ), pa.scalar(vs_sorted[-1], typ))]
+        value_set = pa.array([v.as_py() for v in vs], vs[0].type)
+        if len(vs) > _IN_LIST_RANGE_LIMIT:  # one range test instead of one per value
+            ordered = pc.sort_indices(value_set)
+            first, last = value_set[ordered[0].as_py()], value_set[ordered[-1].as_py()]
+            ranges = [(first, last)]
         else:
             ranges = [(v, v) for v in vs]
         some_in: Mask = False
         for lo_v, hi_v in ranges:
-            hit = _and(
-                _maybe(None if low is None else pc.less_equal(low, hi_v)),
-                _maybe(None if high is None else pc.greater_equal(high, lo_v)),
-            )
+            hit = _and(_maybe(_cmp("<=", low, hi_v)), _maybe(_cmp(">=", high, lo_v)))
             some_in = _or(some_in, hit)
+        all_in: Mask = False
+        if low is not None and high is not None:
+            # a single value (always so for partition columns): membership is exact
+            single = _surely(pc.equal(low, high))
+            member = _surely(pc.is_in(low, value_set=value_set))
+            all_in = _and(single, member)
+            some_in = pc.if_else(single, member, some_in) if single is not False else some_in
         can_true = _and(facts.has_value, some_in)
         if has_null:
             return can_true, False
-        value_set = pa.array([v.as_py() for v in vs], vs[0].type)
-        all_in = False
-        if low is not None and high is not None:
-            all_in = _surely(pc.and_(pc.equal(low, high), pc.is_in(low, value_set=value_set)))
         return can_true, _and(facts.has_value, _not(all_in))
 
     def starts_with(self, e: ex.StartsWith) -> tuple[Mask, Mask]:

@@ -10,7 +10,12 @@ from delta_pyspark.core import checksum
 from delta_pyspark.core import table_properties as props
 from delta_pyspark.core.actions import commit_timestamp
 from delta_pyspark.core.checkpoint import load_state
-from delta_pyspark.core.log_replay import CommitActions, TableState, parse_actions
+from delta_pyspark.core.log_replay import (
+    CommitActions,
+    TableState,
+    parse_actions,
+    parse_compaction,
+)
 from delta_pyspark.core.log_segment import (
     LogSegment,
     build_log_segment,
@@ -98,8 +103,14 @@ class DeltaLog:
         except FileNotFoundError:
             raise CorruptLogError(f"commit file {path} disappeared while reading the log") from None
 
+    def _read_compaction(self, path: str) -> CommitActions:
+        return parse_compaction(self.store.read(path), path)
+
     def _replay(self, state: TableState, segment: LogSegment) -> TableState:
-        commits = [self._read_commit(f.path) for _, _, f in segment.deltas]
+        commits = [
+            self._read_commit(f.path) if first == last else self._read_compaction(f.path)
+            for first, last, f in segment.deltas
+        ]
         if not commits:
             return state
         state = state.apply(segment.version, commits)

@@ -46,21 +46,51 @@ class CommitActions:
     sidecars: list[dict[str, Any]] = field(default_factory=list)
 
 
+def parse_compaction(data: bytes, source: str) -> CommitActions:
+    """A log compaction file as one commit in which the *first* action per key wins.
+
+    Spec-compliant compactions are already reconciled (one action per key), so for
+    them this changes nothing; some writers instead concatenate the commits newest
+    first, which first-wins also reads correctly.
+    """
+    out = CommitActions()
+    files: set[str] = set()
+    apps: set[str] = set()
+    domains: set[str] = set()
+    for lineno, line in enumerate(data.splitlines(), 1):
+        one = CommitActions()
+        _parse_line(one, line, source, lineno)
+        out.protocol = out.protocol or one.protocol
+        out.metadata = out.metadata or one.metadata
+        for items, target in ((one.adds, out.adds), (one.removes, out.removes)):
+            for action in items:
+                if (key := action_key(action)) not in files:
+                    files.add(key)
+                    target.append(action)
+        out.txns += [t for t in one.txns if t.app_id not in apps and not apps.add(t.app_id)]
+        out.domains += [d for d in one.domains if d.domain not in domains and not domains.add(d.domain)]
+    return out
+
+
 def parse_actions(data: bytes, source: str) -> CommitActions:
     """Parse newline-delimited JSON actions; unknown action types are ignored (spec)."""
     out = CommitActions()
     for lineno, line in enumerate(data.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except ValueError as e:
-            raise CorruptLogError(f"{source}:{lineno}: not valid JSON ({e})") from e
-        if not isinstance(obj, dict):
-            raise CorruptLogError(f"{source}:{lineno}: an action must be a JSON object")
-        for kind, body in obj.items():
-            _apply_action(out, kind, body, source, lineno)
+        _parse_line(out, line, source, lineno)
     return out
+
+
+def _parse_line(out: CommitActions, line: bytes, source: str, lineno: int) -> None:
+    if not line.strip():
+        return
+    try:
+        obj = json.loads(line)
+    except ValueError as e:
+        raise CorruptLogError(f"{source}:{lineno}: not valid JSON ({e})") from e
+    if not isinstance(obj, dict):
+        raise CorruptLogError(f"{source}:{lineno}: an action must be a JSON object")
+    for kind, body in obj.items():
+        _apply_action(out, kind, body, source, lineno)
 
 
 def _apply_action(out: CommitActions, kind: str, body: Any, source: str, lineno: int) -> None:
@@ -125,7 +155,7 @@ def action_key(action: Mapping[str, Any]) -> str:
 
 def file_keys(table: pa.Table) -> pa.Array:
     """Vectorised ``action_key`` over a file-action table."""
-    path = pc.replace_substring_regex(table.column("path"), r"^file://?", "")
+    path = pc.replace_substring_regex(table.column("path"), r"^file:(//)?", "")
     dv = table.column("deletionVector")
     storage = pc.fill_null(pc.struct_field(dv, "storageType"), "")
     inline = pc.fill_null(pc.struct_field(dv, "pathOrInlineDv"), "")
