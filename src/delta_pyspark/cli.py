@@ -82,8 +82,17 @@ def cmd_describe(args: argparse.Namespace) -> None:
 
     console = Console()
     t = Table(show_header=False, title=f"Delta table {info['path']}")
-    for key in ("version", "numFiles", "sizeInBytes", "partitionColumns", "minReaderVersion",
-                "minWriterVersion", "readerFeatures", "writerFeatures", "properties"):
+    for key in (
+        "version",
+        "numFiles",
+        "sizeInBytes",
+        "partitionColumns",
+        "minReaderVersion",
+        "minWriterVersion",
+        "readerFeatures",
+        "writerFeatures",
+        "properties",
+    ):
         t.add_row(key, json.dumps(info[key]) if not isinstance(info[key], int) else str(info[key]))
     t.add_row("timestamp", _iso(info["timestamp"]))
     console.print(t)
@@ -110,7 +119,9 @@ def cmd_files(args: argparse.Namespace) -> None:
         t.add_column(col)
     for f in files:
         t.add_row(
-            f["path"], json.dumps(f["partitionValues"]), str(f["size"]),
+            f["path"],
+            json.dumps(f["partitionValues"]),
+            str(f["size"]),
             str((f["stats"] or {}).get("numRecords", "")),
             "" if f["deletionVector"] is None else str(f["deletionVector"].get("cardinality")),
         )
@@ -130,8 +141,11 @@ def cmd_history(args: argparse.Namespace) -> None:
         t.add_column(col)
     for r in rows:
         t.add_row(
-            str(r["version"]), _iso(r["timestamp"]), str(r.get("operation", "")),
-            json.dumps(r.get("operationParameters", {})), json.dumps(r.get("operationMetrics", {})),
+            str(r["version"]),
+            _iso(r["timestamp"]),
+            str(r.get("operation", "")),
+            json.dumps(r.get("operationParameters", {})),
+            json.dumps(r.get("operationMetrics", {})),
         )
     Console().print(t)
 

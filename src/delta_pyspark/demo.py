@@ -21,8 +21,10 @@ def main() -> int:
     path = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "demo-table")
     shutil.rmtree(path, ignore_errors=True)
     builder = (
-        SparkSession.builder.master("local[2]").appName("delta-pyspark-demo")
-        .config("spark.ui.enabled", "false").config("spark.sql.shuffle.partitions", "2")
+        SparkSession.builder.master("local[2]")
+        .appName("delta-pyspark-demo")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
         .config("spark.sql.session.timeZone", "UTC")
     )
     spark = configure_spark_with_delta(builder).getOrCreate()
@@ -33,21 +35,25 @@ def main() -> int:
 
     step(f"1. write a partitioned table to {path}")
     df = spark.createDataFrame(
-        [(1, "alice", "nl"), (2, "bob", "us"), (3, "carol", "nl")], "id long, name string, country string"
+        [(1, "alice", "nl"), (2, "bob", "us"), (3, "carol", "nl")],
+        "id long, name string, country string",
     )
     df.write.format("delta").partitionBy("country").save(path)
     spark.read.format("delta").load(path).orderBy("id").show()
 
     step("2. append two rows")
-    spark.createDataFrame([(4, "dan", "us"), (5, "eve", "fr")], "id long, name string, country string") \
-        .write.format("delta").mode("append").save(path)
+    spark.createDataFrame(
+        [(4, "dan", "us"), (5, "eve", "fr")], "id long, name string, country string"
+    ).write.format("delta").mode("append").save(path)
     spark.read.format("delta").load(path).orderBy("id").show()
     time.sleep(1.1)
     after_append = int(time.time() * 1000)
     time.sleep(1.1)
 
     step("3. schema enforcement: appending a DataFrame with an extra column is refused")
-    extra = spark.createDataFrame([(6, "frank", "de", 42)], "id long, name string, country string, age int")
+    extra = spark.createDataFrame(
+        [(6, "frank", "de", 42)], "id long, name string, country string, age int"
+    )
     try:
         extra.write.format("delta").mode("append").save(path)
     except SchemaMismatchError as e:

@@ -94,7 +94,13 @@ def _recording(cls: type, name: str, record: Any) -> None:
 
 def _set_options(st: dict[str, Any], *args: Any, **kwargs: Any) -> None:
     if args:
-        st["options"][args[0]] = "" if args[1] is None else str(args[1]).lower() if isinstance(args[1], bool) else str(args[1])
+        st["options"][args[0]] = (
+            ""
+            if args[1] is None
+            else str(args[1]).lower()
+            if isinstance(args[1], bool)
+            else str(args[1])
+        )
     for k, v in kwargs.items():
         st["options"][k] = str(v).lower() if isinstance(v, bool) else str(v)
 
@@ -121,17 +127,27 @@ def _hook_writer() -> None:
     original_save = DataFrameWriter.save
     original_save_as_table = DataFrameWriter.saveAsTable
 
-    def _request(self: DataFrameWriter, mode: Any, partition_by: Any, options: dict) -> WriteRequest:
+    def _request(
+        self: DataFrameWriter, mode: Any, partition_by: Any, options: dict
+    ) -> WriteRequest:
         st = _state(self)
         if partition_by is not None:
-            st["partition_by"] = [partition_by] if isinstance(partition_by, str) else list(partition_by)
+            st["partition_by"] = (
+                [partition_by] if isinstance(partition_by, str) else list(partition_by)
+            )
         opts = dict(st["options"])
         _set_options({"options": opts}, **options)
         return WriteRequest(mode or st["mode"] or "errorifexists", st["partition_by"], opts)
 
     @functools.wraps(original_save)
-    def save(self: DataFrameWriter, path: str | None = None, format: str | None = None,
-             mode: str | None = None, partitionBy: Any = None, **options: Any) -> None:
+    def save(
+        self: DataFrameWriter,
+        path: str | None = None,
+        format: str | None = None,
+        mode: str | None = None,
+        partitionBy: Any = None,
+        **options: Any,
+    ) -> None:
         fmt = format or _state(self)["format"]
         if not _is_delta(fmt):
             return original_save(self, path, format, mode, partitionBy, **options)
@@ -143,8 +159,14 @@ def _hook_writer() -> None:
         return None
 
     @functools.wraps(original_save_as_table)
-    def save_as_table(self: DataFrameWriter, name: str, format: str | None = None,
-                      mode: str | None = None, partitionBy: Any = None, **options: Any) -> None:
+    def save_as_table(
+        self: DataFrameWriter,
+        name: str,
+        format: str | None = None,
+        mode: str | None = None,
+        partitionBy: Any = None,
+        **options: Any,
+    ) -> None:
         fmt = format or _state(self)["format"]
         if not _is_delta(fmt):
             return original_save_as_table(self, name, format, mode, partitionBy, **options)
@@ -169,8 +191,13 @@ def _hook_reader() -> None:
     original_session_table = SparkSession.table
 
     @functools.wraps(original_load)
-    def load(self: DataFrameReader, path: Any = None, format: str | None = None,
-             schema: Any = None, **options: Any) -> DataFrame:
+    def load(
+        self: DataFrameReader,
+        path: Any = None,
+        format: str | None = None,
+        schema: Any = None,
+        **options: Any,
+    ) -> DataFrame:
         st = _state(self)
         if not _is_delta(format or st["format"]):
             return original_load(self, path, format, schema, **options)

@@ -14,10 +14,10 @@ from delta_pyspark.core.expressions import parse_predicate
 from delta_pyspark.core.schema import StructField, StructType, schema_to_string
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.table_features import (
+    check_writable,
     implied_writer_features,
     protocol_for,
     reader_features,
-    check_writable,
     with_features,
 )
 from delta_pyspark.core.transaction import Transaction
@@ -55,21 +55,23 @@ class DeltaTable:
     # ------------------------------------------------------------ construction
 
     @classmethod
-    def forPath(cls, sparkSession: SparkSession, path: str) -> DeltaTable:  # noqa: N802
+    def forPath(cls, sparkSession: SparkSession, path: str) -> DeltaTable:
         log = DeltaLog(path)
         if not log.is_delta_table():
             raise DeltaTableNotFoundError(f"{path} is not a Delta table")
         return cls(sparkSession, path)
 
     @classmethod
-    def forName(cls, sparkSession: SparkSession, tableOrViewName: str) -> DeltaTable:  # noqa: N802
+    def forName(cls, sparkSession: SparkSession, tableOrViewName: str) -> DeltaTable:
         location = table_location(sparkSession, tableOrViewName)
         if not DeltaLog(location).is_delta_table():
-            raise DeltaTableNotFoundError(f"{tableOrViewName} is not a Delta table (looked in {location})")
+            raise DeltaTableNotFoundError(
+                f"{tableOrViewName} is not a Delta table (looked in {location})"
+            )
         return cls(sparkSession, location)
 
     @classmethod
-    def isDeltaTable(cls, sparkSession: SparkSession, identifier: str) -> bool:  # noqa: N802
+    def isDeltaTable(cls, sparkSession: SparkSession, identifier: str) -> bool:
         return DeltaLog(identifier).is_delta_table()
 
     @classmethod
@@ -77,15 +79,17 @@ class DeltaTable:
         return DeltaTableBuilder(sparkSession or SparkSession.getActiveSession(), "create")
 
     @classmethod
-    def createIfNotExists(cls, sparkSession: SparkSession | None = None) -> DeltaTableBuilder:  # noqa: N802
-        return DeltaTableBuilder(sparkSession or SparkSession.getActiveSession(), "createIfNotExists")
+    def createIfNotExists(cls, sparkSession: SparkSession | None = None) -> DeltaTableBuilder:
+        return DeltaTableBuilder(
+            sparkSession or SparkSession.getActiveSession(), "createIfNotExists"
+        )
 
     @classmethod
     def replace(cls, sparkSession: SparkSession | None = None) -> DeltaTableBuilder:
         return DeltaTableBuilder(sparkSession or SparkSession.getActiveSession(), "replace")
 
     @classmethod
-    def createOrReplace(cls, sparkSession: SparkSession | None = None) -> DeltaTableBuilder:  # noqa: N802
+    def createOrReplace(cls, sparkSession: SparkSession | None = None) -> DeltaTableBuilder:
         return DeltaTableBuilder(sparkSession or SparkSession.getActiveSession(), "createOrReplace")
 
     # ------------------------------------------------------------ reading
@@ -93,11 +97,11 @@ class DeltaTable:
     def _snapshot(self) -> Snapshot:
         return self._log.snapshot()
 
-    def toDF(self) -> DataFrame:  # noqa: N802
+    def toDF(self) -> DataFrame:
         df = load_table(self._spark, self._path, {})
         return df.alias(self._alias) if self._alias else df
 
-    def alias(self, aliasName: str) -> DeltaTable:  # noqa: N802
+    def alias(self, aliasName: str) -> DeltaTable:
         return DeltaTable(self._spark, self._path, aliasName)
 
     def history(self, limit: int | None = None) -> DataFrame:
@@ -106,9 +110,13 @@ class DeltaTable:
             LongType,
             MapType,
             StringType,
-            StructField as SF,
-            StructType as ST,
             TimestampType,
+        )
+        from pyspark.sql.types import (
+            StructField as SF,
+        )
+        from pyspark.sql.types import (
+            StructType as ST,
         )
 
         rows = []
@@ -132,12 +140,18 @@ class DeltaTable:
         strmap = MapType(StringType(), StringType())
         schema = ST(
             [
-                SF("version", LongType()), SF("timestamp", TimestampType()),
-                SF("userId", StringType()), SF("userName", StringType()),
-                SF("operation", StringType()), SF("operationParameters", strmap),
-                SF("readVersion", LongType()), SF("isolationLevel", StringType()),
-                SF("isBlindAppend", BooleanType()), SF("operationMetrics", strmap),
-                SF("userMetadata", StringType()), SF("engineInfo", StringType()),
+                SF("version", LongType()),
+                SF("timestamp", TimestampType()),
+                SF("userId", StringType()),
+                SF("userName", StringType()),
+                SF("operation", StringType()),
+                SF("operationParameters", strmap),
+                SF("readVersion", LongType()),
+                SF("isolationLevel", StringType()),
+                SF("isBlindAppend", BooleanType()),
+                SF("operationMetrics", strmap),
+                SF("userMetadata", StringType()),
+                SF("engineInfo", StringType()),
             ]
         )
         return self._spark.createDataFrame(rows, schema)
@@ -173,7 +187,7 @@ class DeltaTable:
 
     # ------------------------------------------------------------ protocol
 
-    def upgradeTableProtocol(self, readerVersion: int, writerVersion: int) -> None:  # noqa: N802
+    def upgradeTableProtocol(self, readerVersion: int, writerVersion: int) -> None:
         s = self._snapshot()
         p = s.protocol
         if readerVersion < p.min_reader_version or writerVersion < p.min_writer_version:
@@ -195,7 +209,7 @@ class DeltaTable:
         txn.update_protocol(new)
         txn.commit("UPGRADE PROTOCOL", {"newProtocol": json.dumps(new.to_dict())})
 
-    def addFeatureSupport(self, featureName: str) -> None:  # noqa: N802
+    def addFeatureSupport(self, featureName: str) -> None:
         s = self._snapshot()
         new = with_features(s.protocol, {featureName})
         check_writable(new, self._path)
@@ -229,7 +243,9 @@ class DeltaTable:
             parts = {c.lower() for c in s.partition_columns}
             from delta_pyspark.core.expressions import columns_of
 
-            if all(len(c) == 1 and c[0].lower() in parts for c in columns_of(expr)) and columns_of(expr):
+            if all(len(c) == 1 and c[0].lower() in parts for c in columns_of(expr)) and columns_of(
+                expr
+            ):
                 removes, adds, copied = remove_actions(files), [], 0
                 deleted = _count_records(files)
             else:
@@ -279,7 +295,7 @@ class DeltaTableBuilder:
         self._properties: dict[str, str] = {}
         self._comment: str | None = None
 
-    def tableName(self, identifier: str) -> DeltaTableBuilder:  # noqa: N802
+    def tableName(self, identifier: str) -> DeltaTableBuilder:
         self._name = identifier
         return self
 
@@ -291,8 +307,12 @@ class DeltaTableBuilder:
         self._comment = comment
         return self
 
-    def addColumn(  # noqa: N802
-        self, colName: str, dataType: Any, nullable: bool = True, generatedAlwaysAs: str | None = None,
+    def addColumn(
+        self,
+        colName: str,
+        dataType: Any,
+        nullable: bool = True,
+        generatedAlwaysAs: str | None = None,
         comment: str | None = None,
     ) -> DeltaTableBuilder:
         from pyspark.sql.types import DataType as SparkDataType
@@ -302,18 +322,20 @@ class DeltaTableBuilder:
 
         if generatedAlwaysAs is not None:
             raise DeltaAnalysisException("generated columns are not supported yet")
-        spark_type = dataType if isinstance(dataType, SparkDataType) else _parse_datatype_string(dataType)
+        spark_type = (
+            dataType if isinstance(dataType, SparkDataType) else _parse_datatype_string(dataType)
+        )
         metadata = {"comment": comment} if comment else {}
         spark_field = SparkField(colName, spark_type, nullable, metadata)
         self._fields.append(from_spark_schema(SparkStruct([spark_field])).fields[0])
         return self
 
-    def addColumns(self, cols: Any) -> DeltaTableBuilder:  # noqa: N802
-        for f in (cols.fields if hasattr(cols, "fields") else cols):
+    def addColumns(self, cols: Any) -> DeltaTableBuilder:
+        for f in cols.fields if hasattr(cols, "fields") else cols:
             self.addColumn(f.name, f.dataType, f.nullable)
         return self
 
-    def partitionedBy(self, *cols: Any) -> DeltaTableBuilder:  # noqa: N802
+    def partitionedBy(self, *cols: Any) -> DeltaTableBuilder:
         if len(cols) == 1 and isinstance(cols[0], list | tuple):
             cols = tuple(cols[0])
         self._partitions = list(cols)
@@ -334,7 +356,9 @@ class DeltaTableBuilder:
         if exists and self._mode == "createIfNotExists":
             return DeltaTable(self._spark, path)
         if not exists and self._mode == "replace":
-            raise DeltaAnalysisException(f"table {self._name or path} does not exist; cannot replace")
+            raise DeltaAnalysisException(
+                f"table {self._name or path} does not exist; cannot replace"
+            )
         if not self._fields:
             raise DeltaAnalysisException("a new table needs at least one column")
         schema = StructType(tuple(self._fields))
@@ -347,17 +371,30 @@ class DeltaTableBuilder:
             txn.read_whole_table()
             txn.remove_files(remove_actions(snapshot.files))
             metadata = snapshot.metadata.with_changes(
-                schema_string=schema_to_string(schema), partition_columns=tuple(self._partitions),
-                configuration=dict(self._properties), description=self._comment,
+                schema_string=schema_to_string(schema),
+                partition_columns=tuple(self._partitions),
+                configuration=dict(self._properties),
+                description=self._comment,
             )
         else:
             metadata = Metadata.create(
-                schema_to_string(schema), self._partitions, self._properties, self._name,
-                self._comment, created_time=int(time.time() * 1000),
+                schema_to_string(schema),
+                self._partitions,
+                self._properties,
+                self._name,
+                self._comment,
+                created_time=int(time.time() * 1000),
             )
         txn.update_metadata(metadata)
-        txn.update_protocol(protocol_for(schema, self._properties, snapshot.protocol if snapshot else None))
+        txn.update_protocol(
+            protocol_for(schema, self._properties, snapshot.protocol if snapshot else None)
+        )
         operation = "CREATE TABLE" if snapshot is None else "REPLACE TABLE"
-        txn.commit(operation, {"partitionBy": json.dumps(self._partitions),
-                               "properties": json.dumps(self._properties)})
+        txn.commit(
+            operation,
+            {
+                "partitionBy": json.dumps(self._partitions),
+                "properties": json.dumps(self._properties),
+            },
+        )
         return DeltaTable(self._spark, path)

@@ -257,6 +257,7 @@ def test_invalid_values_are_corrupt_log(text: str, dtype: DataType) -> None:
         (1.5, DecimalType(5, 2)),
         (dt.datetime(2020, 1, 1), TIMESTAMP),  # naive: which zone?
         (dt.datetime(2020, 1, 1, tzinfo=UTC), TIMESTAMP_NTZ),
+        (dt.datetime(1, 1, 1, tzinfo=dt.timezone(dt.timedelta(hours=1))), TIMESTAMP),
         (dt.datetime(2020, 1, 1), DATE),
         (b"\xff\xfe", BINARY),  # not UTF-8: the log could not hold it faithfully
         (5, STRING),

@@ -447,6 +447,7 @@ def _types(metadata: bool) -> st.SearchStrategy[DataType]:
     )
 
 
+@pytest.mark.filterwarnings("ignore:Generating overly large repr")
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 @given(_structs(_types(metadata=True), metadata=True))
 def test_schema_json_round_trip(schema: StructType) -> None:
@@ -455,6 +456,7 @@ def test_schema_json_round_trip(schema: StructType) -> None:
     assert schema_to_string(parse_schema_string(text)) == text
 
 
+@pytest.mark.filterwarnings("ignore:Generating overly large repr")
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 @given(_structs(_types(metadata=False), metadata=False))
 def test_schema_arrow_round_trip(schema: StructType) -> None:
@@ -591,6 +593,12 @@ def test_merge_without_widening_names_column_and_types() -> None:
     msg = str(e.value)
     assert "outer.n" in msg and "integer" in msg and "long" in msg
     assert "delta.enableTypeWidening" in msg
+
+
+def test_merge_rejects_duplicate_data_columns() -> None:
+    with pytest.raises(SchemaMismatchError) as e:
+        merge_schemas(s(StructField("a", LONG)), s(StructField("a", LONG), StructField("A", LONG)))
+    assert "'A'" in str(e.value)
 
 
 @pytest.mark.parametrize(

@@ -285,14 +285,28 @@ def encode_action(kind: str, body: Mapping[str, Any]) -> str:
     return json.dumps({kind: body}, separators=(",", ":"), ensure_ascii=False)
 
 
-def remove_actions(files: pa.Table, data_change: bool = True, timestamp: int | None = None) -> list[dict[str, Any]]:
+def remove_actions(
+    files: pa.Table, data_change: bool = True, timestamp: int | None = None
+) -> list[dict[str, Any]]:
     """``remove`` actions (extended file metadata) for rows of a snapshot file table."""
     import time
 
     ts = int(time.time() * 1000) if timestamp is None else timestamp
     out = []
-    cols = [c for c in ("path", "partitionValues", "size", "stats", "tags", "deletionVector",
-                        "baseRowId", "defaultRowCommitVersion") if c in files.column_names]
+    cols = [
+        c
+        for c in (
+            "path",
+            "partitionValues",
+            "size",
+            "stats",
+            "tags",
+            "deletionVector",
+            "baseRowId",
+            "defaultRowCommitVersion",
+        )
+        if c in files.column_names
+    ]
     for row in files.select(cols).to_pylist():
         action: dict[str, Any] = {
             "path": row["path"],

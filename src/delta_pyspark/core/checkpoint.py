@@ -82,10 +82,24 @@ SIDECAR_TYPE = pa.struct(
     ]
 )
 CHECKPOINT_REMOVE_FIELDS = [
-    "path", "deletionTimestamp", "dataChange", "extendedFileMetadata", "partitionValues",
-    "size", "deletionVector", "baseRowId", "defaultRowCommitVersion",
+    "path",
+    "deletionTimestamp",
+    "dataChange",
+    "extendedFileMetadata",
+    "partitionValues",
+    "size",
+    "deletionVector",
+    "baseRowId",
+    "defaultRowCommitVersion",
 ]
-_NON_FILE_COLUMNS = ("protocol", "metaData", "txn", "domainMetadata", "checkpointMetadata", "sidecar")
+_NON_FILE_COLUMNS = (
+    "protocol",
+    "metaData",
+    "txn",
+    "domainMetadata",
+    "checkpointMetadata",
+    "sidecar",
+)
 
 
 # ---------------------------------------------------------------- reading
@@ -124,7 +138,11 @@ def _rows(column: pa.Array | pa.ChunkedArray) -> list[dict[str, Any]]:
 def _maps_to_dicts(value: Any) -> Any:
     if isinstance(value, dict):
         return {k: _maps_to_dicts(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list) and value and all(isinstance(x, tuple) and len(x) == 2 for x in value):
+    if (
+        isinstance(value, list)
+        and value
+        and all(isinstance(x, tuple) and len(x) == 2 for x in value)
+    ):
         return dict(value)
     return value
 
@@ -205,9 +223,7 @@ def read_checkpoint(store: LogStore, checkpoint: Checkpoint, log_dir: str) -> Ta
         protocol=Protocol.from_dict(protocols[0]),
         metadata=Metadata.from_dict(metadatas[0]),
         txns={t.app_id: t for t in map(SetTransaction.from_dict, txns)},
-        domains={
-            d.domain: d for d in map(DomainMetadata.from_dict, domains) if not d.removed
-        },
+        domains={d.domain: d for d in map(DomainMetadata.from_dict, domains) if not d.removed},
         files=with_keys(pa.concat_tables(add_parts)),
         tombstones=with_keys(pa.concat_tables(remove_parts)),
     )
@@ -220,7 +236,8 @@ def _column(values: list[dict] | None, typ: pa.DataType, n: int) -> pa.Array:
     if not values:
         return pa.nulls(n, typ)
     fixed = [
-        {k: (list(v.items()) if isinstance(v, dict) else v) for k, v in row.items()} for row in values
+        {k: (list(v.items()) if isinstance(v, dict) else v) for k, v in row.items()}
+        for row in values
     ]
     return pa.array(fixed, typ)
 
@@ -251,7 +268,9 @@ def checkpoint_table(state: TableState, now_ms: int | None = None, v2: bool = Fa
         ("domainMetadata", DOMAIN_TYPE, [d.to_dict() for d in state.domains.values()]),
     ]
     if v2:
-        singles.append(("checkpointMetadata", CHECKPOINT_METADATA_TYPE, [{"version": state.version}]))
+        singles.append(
+            ("checkpointMetadata", CHECKPOINT_METADATA_TYPE, [{"version": state.version}])
+        )
     columns: dict[str, pa.DataType] = {name: typ for name, typ, _ in singles}
     columns["add"] = add_type
     columns["remove"] = remove_type
@@ -259,17 +278,28 @@ def checkpoint_table(state: TableState, now_ms: int | None = None, v2: bool = Fa
     for name, _typ, rows in singles:
         if rows:
             parts.append(
-                pa.table({c: _column(rows if c == name else None, t, len(rows)) for c, t in columns.items()})
+                pa.table(
+                    {
+                        c: _column(rows if c == name else None, t, len(rows))
+                        for c, t in columns.items()
+                    }
+                )
             )
     n_add, n_rem = files.num_rows, tomb.num_rows
     add_arr = pa.StructArray.from_arrays(
         [files.column(f.name).combine_chunks() for f in ADD_SCHEMA], fields=list(ADD_SCHEMA)
     )
-    parts.append(pa.table({c: (add_arr if c == "add" else pa.nulls(n_add, t)) for c, t in columns.items()}))
+    parts.append(
+        pa.table({c: (add_arr if c == "add" else pa.nulls(n_add, t)) for c, t in columns.items()})
+    )
     rem_arr = pa.StructArray.from_arrays(
         [tomb.column(f.name).combine_chunks() for f in remove_fields], fields=remove_fields
     )
-    parts.append(pa.table({c: (rem_arr if c == "remove" else pa.nulls(n_rem, t)) for c, t in columns.items()}))
+    parts.append(
+        pa.table(
+            {c: (rem_arr if c == "remove" else pa.nulls(n_rem, t)) for c, t in columns.items()}
+        )
+    )
     return pa.concat_tables(parts)
 
 

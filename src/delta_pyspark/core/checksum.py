@@ -33,7 +33,9 @@ def table_size(state: TableState) -> int:
     return int(pc.sum(size).as_py() or 0) if len(size) else 0
 
 
-def checksum_of(state: TableState, txn_id: str | None = None, ict: int | None = None) -> dict[str, Any]:
+def checksum_of(
+    state: TableState, txn_id: str | None = None, ict: int | None = None
+) -> dict[str, Any]:
     assert state.metadata is not None and state.protocol is not None
     out: dict[str, Any] = {
         "tableSizeBytes": table_size(state),
@@ -85,7 +87,11 @@ def validate(state: TableState, crc: dict[str, Any], path: str) -> None:
     if int(crc["tableSizeBytes"]) != table_size(state):
         problems.append(f"tableSizeBytes {crc['tableSizeBytes']} != {table_size(state)}")
     meta = crc.get("metadata")
-    if isinstance(meta, dict) and state.metadata and meta.get("id") not in (None, state.metadata.id):
+    if (
+        isinstance(meta, dict)
+        and state.metadata
+        and meta.get("id") not in (None, state.metadata.id)
+    ):
         problems.append(f"metadata id {meta.get('id')} != {state.metadata.id}")
     if problems:
         warnings.warn(

@@ -92,7 +92,9 @@ def post_commit(store: LogStore, snapshot: Snapshot, txn_id: str | None = None) 
         ict = None
         if props.in_commit_timestamps(conf) and snapshot.commit_info:
             ict = snapshot.commit_info.get("inCommitTimestamp")
-        checksum.write_checksum(store, snapshot.segment.log_dir, snapshot.state, txn_id=txn_id, ict=ict)
+        checksum.write_checksum(
+            store, snapshot.segment.log_dir, snapshot.state, txn_id=txn_id, ict=ict
+        )
         if snapshot.version > 0 and snapshot.version % props.checkpoint_interval(conf) == 0:
             checkpoint_now(store, snapshot)
             if props.expired_log_cleanup(conf):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 import pyarrow as pa
@@ -31,7 +31,7 @@ from delta_pyspark.exceptions import (
 )
 
 
-class IsolationLevel(str, Enum):
+class IsolationLevel(StrEnum):
     SERIALIZABLE = "Serializable"
     WRITE_SERIALIZABLE = "WriteSerializable"
     SNAPSHOT_ISOLATION = "SnapshotIsolation"
@@ -91,7 +91,9 @@ def _winner_label(version: int, info: dict[str, Any] | None) -> str:
 def _describe_file(add: dict[str, Any]) -> str:
     pv = add.get("partitionValues") or {}
     if pv:
-        return "partition " + ", ".join(f"{k}={v}" for k, v in pv.items()) + f" (file {add['path']})"
+        return (
+            "partition " + ", ".join(f"{k}={v}" for k, v in pv.items()) + f" (file {add['path']})"
+        )
     return f"file {add['path']}"
 
 
@@ -117,7 +119,9 @@ def check_commit(ctx: ConflictContext, version: int, winner: CommitActions) -> N
     _check_app_ids(ctx, winner, label)
 
 
-def _check_added_files(ctx: ConflictContext, version: int, winner: CommitActions, label: str) -> None:
+def _check_added_files(
+    ctx: ConflictContext, version: int, winner: CommitActions, label: str
+) -> None:
     if ctx.isolation is IsolationLevel.SNAPSHOT_ISOLATION or ctx.reads.is_blind:
         return
     winner_blind = bool((winner.commit_info or {}).get("isBlindAppend", False))
@@ -128,8 +132,9 @@ def _check_added_files(ctx: ConflictContext, version: int, winner: CommitActions
         return
     if ctx.reads.whole_table:
         raise ConcurrentAppendException(
-            f"files were added to the table by concurrent commit {label} ({_describe_file(added[0])}) "
-            "while this transaction read the whole table. Add a partition or key predicate to "
+            f"files were added to the table by concurrent commit {label} "
+            f"({_describe_file(added[0])}) while this transaction read the whole table. "
+            "Add a partition or key predicate to "
             "the operation's condition so it reads only what it changes."
         )
     table = file_actions_to_arrow(added, ADD_SCHEMA)
@@ -181,5 +186,3 @@ def _check_app_ids(ctx: ConflictContext, winner: CommitActions, label: str) -> N
         raise ConcurrentTransactionException(
             f"domain metadata {domain!r} was changed concurrently by {label}."
         )
-
-

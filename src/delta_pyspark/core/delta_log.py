@@ -85,11 +85,15 @@ class DeltaLog:
         )
         return self._finish(state, segment)
 
-    def apply_commits(self, snapshot: Snapshot, version: int, commits: list[CommitActions]) -> Snapshot:
+    def apply_commits(
+        self, snapshot: Snapshot, version: int, commits: list[CommitActions]
+    ) -> Snapshot:
         """The snapshot at ``version`` from ``snapshot`` plus the commits after it, all already
         parsed in memory (a writer's winners and its own commit): no log re-read."""
         statuses = tuple(
-            s for v, s in list_commits(self.store, self.table_root, snapshot.version + 1) if v <= version
+            s
+            for v, s in list_commits(self.store, self.table_root, snapshot.version + 1)
+            if v <= version
         )
         state = snapshot.state.apply(version, commits)
         segment = LogSegment(
@@ -165,7 +169,11 @@ class DeltaLog:
             if end is not None and version > end:
                 break
             info = self._read_commit(status.path).commit_info or {}
-            ts = int(info["inCommitTimestamp"]) if "inCommitTimestamp" in info else status.modification_time
+            ts = (
+                int(info["inCommitTimestamp"])
+                if "inCommitTimestamp" in info
+                else status.modification_time
+            )
             if "inCommitTimestamp" not in info and ts <= prev:
                 ts = prev + 1
             prev = ts

@@ -68,7 +68,9 @@ def parse_compaction(data: bytes, source: str) -> CommitActions:
                     files.add(key)
                     target.append(action)
         out.txns += [t for t in one.txns if t.app_id not in apps and not apps.add(t.app_id)]
-        out.domains += [d for d in one.domains if d.domain not in domains and not domains.add(d.domain)]
+        out.domains += [
+            d for d in one.domains if d.domain not in domains and not domains.add(d.domain)
+        ]
     return out
 
 
@@ -221,9 +223,14 @@ class TableState:
             new = new.append_column(KEY_COLUMN, pa.array(list(removes.keys()), pa.string()))
             tombstones = pa.concat_tables([tombstones, new.cast(tombstones.schema)])
         return TableState(
-            version, protocol, metadata, txns,
+            version,
+            protocol,
+            metadata,
+            txns,
             {k: d for k, d in domains.items() if not d.removed},
-            files, tombstones, commit_info,
+            files,
+            tombstones,
+            commit_info,
         )
 
 
@@ -235,6 +242,11 @@ def _drop_keys(table: pa.Table, keys: pa.Array) -> pa.Table:
 
 def empty_state() -> TableState:
     return TableState(
-        -1, None, None, {}, {},
-        with_keys(ADD_SCHEMA.empty_table()), with_keys(REMOVE_SCHEMA.empty_table()),
+        -1,
+        None,
+        None,
+        {},
+        {},
+        with_keys(ADD_SCHEMA.empty_table()),
+        with_keys(REMOVE_SCHEMA.empty_table()),
     )

@@ -213,9 +213,7 @@ def build_log_segment(
 def _version_error(listing: _Listing, version: int | None) -> str:
     available = sorted(listing.commits)
     if version is not None and available and version > available[-1]:
-        return (
-            f"cannot time travel to version {version}: the latest version is {available[-1]}"
-        )
+        return f"cannot time travel to version {version}: the latest version is {available[-1]}"
     if version is not None and available:
         return (
             f"cannot reconstruct version {version}: its log has been cleaned up "
@@ -230,8 +228,10 @@ def _segment_from(
 ) -> LogSegment | None:
     commit_versions = sorted(listing.commits)
     checkpoint_versions = sorted(listing.checkpoints)
-    latest = max(commit_versions[-1] if commit_versions else -1,
-                 checkpoint_versions[-1] if checkpoint_versions else -1)
+    latest = max(
+        commit_versions[-1] if commit_versions else -1,
+        checkpoint_versions[-1] if checkpoint_versions else -1,
+    )
     target = latest if version is None else version
     if target < 0 or target > latest:
         return None

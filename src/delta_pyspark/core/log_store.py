@@ -9,6 +9,7 @@ the local implementation without touching log replay or transactions.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from abc import ABC, abstractmethod
@@ -148,10 +149,8 @@ class LocalLogStore(LogStore):
         self._fsync_dir(os.path.dirname(local))
 
     def delete(self, path: str) -> None:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(to_local_path(path))
-        except FileNotFoundError:
-            pass
 
     def exists(self, path: str) -> bool:
         return os.path.exists(to_local_path(path))

@@ -16,7 +16,9 @@ from delta_pyspark.core.log_store import LogStore
 _DAY_MS = 86_400_000
 
 
-def cleanup_expired_logs(store: LogStore, log_dir: str, retention_ms: int, now_ms: int | None = None) -> list[str]:
+def cleanup_expired_logs(
+    store: LogStore, log_dir: str, retention_ms: int, now_ms: int | None = None
+) -> list[str]:
     """Delete expired log files; returns the deleted paths (oldest first)."""
     now_ms = int(time.time() * 1000) if now_ms is None else now_ms
     cutoff = (now_ms - retention_ms) // _DAY_MS * _DAY_MS  # midnight UTC, as the spec says

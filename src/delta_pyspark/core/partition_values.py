@@ -201,7 +201,11 @@ def serialize_partition_value(value: Any, dtype: DataType) -> str | None:
     if kind == "timestamp":
         if not isinstance(value, dt.datetime) or value.utcoffset() is None:
             raise _bad_value(value, dtype)
-        return _format_datetime(value.astimezone(dt.UTC), "T", trim=False) + "Z"
+        try:
+            utc = value.astimezone(dt.UTC)
+        except OverflowError:  # leaves years 1..9999 once in UTC
+            raise _bad_value(value, dtype) from None
+        return _format_datetime(utc, "T", trim=False) + "Z"
     if kind == "timestamp_ntz":
         if not isinstance(value, dt.datetime) or value.utcoffset() is not None:
             raise _bad_value(value, dtype)
@@ -334,7 +338,9 @@ _PATTERNS = {
 }
 
 
-def _fail_at(values: pa.Array | pa.ChunkedArray, bad: pa.Array | pa.ChunkedArray, dtype: DataType):
+def _fail_at(
+    values: pa.Array | pa.ChunkedArray, bad: pa.Array | pa.ChunkedArray, dtype: DataType
+) -> CorruptLogError:
     index = pc.index(bad, True).as_py()
     return _corrupt(values[index].as_py(), dtype)
 
@@ -394,7 +400,9 @@ def partition_column_to_arrow(
     return result
 
 
-def _parse_each(values: pa.Array | pa.ChunkedArray, dtype: DataType, target: pa.DataType):
+def _parse_each(
+    values: pa.Array | pa.ChunkedArray, dtype: DataType, target: pa.DataType
+) -> pa.Array | pa.ChunkedArray:
     parsed = [parse_partition_value(s, dtype) for s in values.to_pylist()]
     array = pa.array(parsed, target)
     return pa.chunked_array([array]) if isinstance(values, pa.ChunkedArray) else array

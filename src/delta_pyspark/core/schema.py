@@ -581,6 +581,9 @@ def merge_schemas(
 
 def _merge_struct(table: StructType, data: StructType, parent: str, widen: bool) -> StructType:
     by_name = {f.name.lower(): f for f in data.fields}
+    if len(by_name) != len(data.fields):
+        names = ", ".join(repr(_path(parent, f.name)) for f in data.fields)
+        raise SchemaMismatchError(f"data has column names that differ only in case: {names}")
     out: list[StructField] = []
     for tf in table.fields:
         df = by_name.pop(tf.name.lower(), None)

@@ -23,7 +23,9 @@ from delta_pyspark.core.schema import StructType, parse_schema_string
 class Snapshot:
     """Table state at ``version``; ``timestamp`` is the commit time in ms since the epoch."""
 
-    def __init__(self, table_root: str, state: TableState, segment: LogSegment, timestamp: int) -> None:
+    def __init__(
+        self, table_root: str, state: TableState, segment: LogSegment, timestamp: int
+    ) -> None:
         assert state.protocol is not None and state.metadata is not None
         self.table_root = table_root.rstrip("/")
         self.state = state

@@ -55,9 +55,20 @@ _LEGACY_WRITER = {
     6: {"identityColumns"},
 }
 READER_WRITER_FEATURES = frozenset(
-    {"columnMapping", "deletionVectors", "timestampNtz", "v2Checkpoint", "vacuumProtocolCheck",
-     "typeWidening", "typeWidening-preview", "variantType", "variantType-preview",
-     "catalogManaged", "variantShredding", "variantShredding-preview"}
+    {
+        "columnMapping",
+        "deletionVectors",
+        "timestampNtz",
+        "v2Checkpoint",
+        "vacuumProtocolCheck",
+        "typeWidening",
+        "typeWidening-preview",
+        "variantType",
+        "variantType-preview",
+        "catalogManaged",
+        "variantShredding",
+        "variantShredding-preview",
+    }
 )
 
 
@@ -181,13 +192,16 @@ def features_required(schema: object, configuration: dict[str, str]) -> set[str]
     if conf.get("delta.checkpointPolicy", "").lower() == "v2":
         needed.add("v2Checkpoint")
     needed |= {
-        k[len("delta.feature."):] for k, v in conf.items()
+        k[len("delta.feature.") :]
+        for k, v in conf.items()
         if k.startswith("delta.feature.") and v.lower() in ("supported", "enabled")
     }
     return needed
 
 
-def protocol_for(schema: object, configuration: dict[str, str], current: Protocol | None = None) -> Protocol:
+def protocol_for(
+    schema: object, configuration: dict[str, str], current: Protocol | None = None
+) -> Protocol:
     """The protocol a table needs: ``current`` (or the (1, 2) default) plus any
     features the schema and properties require; legacy versions when they suffice."""
     base = current or Protocol(1, 2)
@@ -196,14 +210,19 @@ def protocol_for(schema: object, configuration: dict[str, str], current: Protoco
         base = Protocol(
             max(base.min_reader_version, int(conf.get("delta.minReaderVersion", 1))),
             max(base.min_writer_version, int(conf.get("delta.minWriterVersion", 2))),
-            base.reader_features, base.writer_features,
+            base.reader_features,
+            base.writer_features,
         )
     needed = features_required(schema, conf)
     missing = {f for f in needed if not supports(base, f)}
     if not missing:
         return base
-    legacy = {"appendOnly": (1, 2), "checkConstraints": (1, 3), "changeDataFeed": (1, 4),
-              "columnMapping": (2, 5)}
+    legacy = {
+        "appendOnly": (1, 2),
+        "checkConstraints": (1, 3),
+        "changeDataFeed": (1, 4),
+        "columnMapping": (2, 5),
+    }
     if base.min_writer_version < 7 and missing <= legacy.keys():
         r = max([base.min_reader_version] + [legacy[f][0] for f in missing])
         w = max([base.min_writer_version] + [legacy[f][1] for f in missing])

@@ -18,8 +18,13 @@ ISOLATION_LEVEL = "delta.isolationLevel"
 APPEND_ONLY = "delta.appendOnly"
 
 _UNIT_MS = {
-    "microsecond": 0.001, "millisecond": 1, "second": 1000, "minute": 60_000,
-    "hour": 3_600_000, "day": 86_400_000, "week": 7 * 86_400_000,
+    "microsecond": 0.001,
+    "millisecond": 1,
+    "second": 1000,
+    "minute": 60_000,
+    "hour": 3_600_000,
+    "day": 86_400_000,
+    "week": 7 * 86_400_000,
 }
 _INTERVAL = re.compile(r"^\s*(?:interval\s+)?(\d+)\s*([a-z]+?)s?\s*$", re.IGNORECASE)
 
@@ -29,7 +34,9 @@ def parse_interval_ms(text: str) -> int:
     m = _INTERVAL.match(text)
     unit = m.group(2).lower() if m else ""
     if not m or unit not in _UNIT_MS:
-        raise DeltaIllegalArgumentException(f"invalid interval {text!r}: expected e.g. 'interval 7 days'")
+        raise DeltaIllegalArgumentException(
+            f"invalid interval {text!r}: expected e.g. 'interval 7 days'"
+        )
     return int(int(m.group(1)) * _UNIT_MS[unit])
 
 

@@ -155,7 +155,9 @@ class Transaction:
         check_writable(protocol, self.log.table_root, _legacy_features_in_use(md))
         if self.snapshot is None and self._metadata is None:
             raise DeltaAnalysisException("creating a table requires its metadata")
-        if props.append_only(md.configuration) and any(r.get("dataChange", True) for r in self._removes):
+        if props.append_only(md.configuration) and any(
+            r.get("dataChange", True) for r in self._removes
+        ):
             raise DeltaAnalysisException(
                 f"table {self.log.table_root} is append-only (delta.appendOnly=true): "
                 "this operation would remove or change existing data"
@@ -218,8 +220,15 @@ class Transaction:
             if props.in_commit_timestamps(self.metadata.configuration):
                 ict = max(int(time.time() * 1000), self._latest_timestamp(winners) + 1)
             info = commit_info(
-                operation, parameters or {}, self.read_version, isolation.value,
-                self.is_blind_append, metrics, user_metadata, self.txn_id, ict,
+                operation,
+                parameters or {},
+                self.read_version,
+                isolation.value,
+                self.is_blind_append,
+                metrics,
+                user_metadata,
+                self.txn_id,
+                ict,
             )
             actions = self._actions(info)
             try:
@@ -294,7 +303,11 @@ def create_table(
     txn.update_protocol(protocol or Protocol(1, 2))
     txn.update_metadata(
         Metadata.create(
-            schema_string, partition_columns or [], configuration, name, description,
+            schema_string,
+            partition_columns or [],
+            configuration,
+            name,
+            description,
             created_time=int(time.time() * 1000),
         )
     )

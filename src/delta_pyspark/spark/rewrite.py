@@ -32,7 +32,10 @@ def rewrite_without(
         return [], [], 0
     kept = read_files(spark, snapshot, files).where(~F.coalesce(condition, F.lit(False)))
     adds = write_files(
-        kept, snapshot.table_root, snapshot.schema, snapshot.partition_columns,
+        kept,
+        snapshot.table_root,
+        snapshot.schema,
+        snapshot.partition_columns,
         snapshot.configuration,
     )
     rows = sum(_num_records(a) for a in adds)

@@ -62,7 +62,9 @@ def prune_files(snapshot: Snapshot, predicate: Expr | None) -> pa.Table:
     mode = column_mapping_mode(snapshot.configuration)
     physical = to_physical_schema(snapshot.schema, mode)
     parts = [physical_name(snapshot.schema.field(c), mode) for c in snapshot.partition_columns]
-    mask = may_match(_to_physical_expr(predicate, snapshot, mode), files, to_arrow_schema(physical), parts)
+    mask = may_match(
+        _to_physical_expr(predicate, snapshot, mode), files, to_arrow_schema(physical), parts
+    )
     return files.filter(mask)
 
 
@@ -111,7 +113,9 @@ def read_files(spark: SparkSession, snapshot: Snapshot, files: pa.Table) -> Data
     physical = to_physical_schema(schema, mode)
     part_names = snapshot.partition_columns
     part_physical = [physical_name(schema.field(c), mode) for c in part_names]
-    data_fields = [f for f, lf in zip(physical.fields, schema.fields, strict=True) if lf.name not in part_names]
+    data_fields = [
+        f for f, lf in zip(physical.fields, schema.fields, strict=True) if lf.name not in part_names
+    ]
     data_schema = to_spark_type(StructType(tuple(data_fields)))
     if files.num_rows == 0:
         empty = spark.createDataFrame([], to_spark_type(physical))
@@ -126,7 +130,9 @@ def read_files(spark: SparkSession, snapshot: Snapshot, files: pa.Table) -> Data
         if subset.num_rows == 0:
             continue
         if hive:
-            frames.append(_hive_branch(spark, root, subset, data_schema, physical, part_physical, dv))
+            frames.append(
+                _hive_branch(spark, root, subset, data_schema, physical, part_physical, dv)
+            )
         else:
             frames.extend(
                 _literal_branches(spark, root, subset, data_schema, physical, part_physical, dv)

@@ -104,7 +104,9 @@ def write_files(
         raise_if_violation(e)
         raise
     try:
-        return _adopt_files(staging, table_root, schema, part_physical, configuration, data_change, mode)
+        return _adopt_files(
+            staging, table_root, schema, part_physical, configuration, data_change, mode
+        )
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 

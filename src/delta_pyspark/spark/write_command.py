@@ -73,7 +73,7 @@ class WriteRequest:
 
 def _check_constraints(configuration: Mapping[str, str]) -> dict[str, str]:
     prefix = "delta.constraints."
-    return {k[len(prefix):]: v for k, v in configuration.items() if k.startswith(prefix)}
+    return {k[len(prefix) :]: v for k, v in configuration.items() if k.startswith(prefix)}
 
 
 def _session_defaults(spark: SparkSession) -> dict[str, str]:
@@ -84,7 +84,9 @@ def _session_defaults(spark: SparkSession) -> dict[str, str]:
     except Exception:  # older pyspark: no getAll on RuntimeConfig
         runtime = {}
     merged = dict(conf) | runtime
-    return {k[len(DEFAULTS_PREFIX):]: v for k, v in merged.items() if k.startswith(DEFAULTS_PREFIX)}
+    return {
+        k[len(DEFAULTS_PREFIX) :]: v for k, v in merged.items() if k.startswith(DEFAULTS_PREFIX)
+    }
 
 
 def _align(df: DataFrame, schema: StructType) -> DataFrame:
@@ -106,7 +108,9 @@ def _nullable(schema: StructType) -> StructType:
     return StructType(tuple(StructField(f.name, f.type, True, f.metadata) for f in schema.fields))
 
 
-def write_delta(spark: SparkSession, df: DataFrame, path: str, request: WriteRequest) -> Snapshot | None:
+def write_delta(
+    spark: SparkSession, df: DataFrame, path: str, request: WriteRequest
+) -> Snapshot | None:
     """Execute one delta write; returns the committed snapshot (None when skipped)."""
     mode = (request.mode or "errorifexists").lower()
     if mode not in _MODES:
@@ -118,7 +122,9 @@ def write_delta(spark: SparkSession, df: DataFrame, path: str, request: WriteReq
     except DeltaTableNotFoundError:
         snapshot = None
     if snapshot is not None and mode == "errorifexists":
-        raise DeltaAnalysisException(f"cannot write to {path}: a Delta table already exists there (mode errorifexists)")
+        raise DeltaAnalysisException(
+            f"cannot write to {path}: a Delta table already exists there (mode errorifexists)"
+        )
     if snapshot is not None and mode == "ignore":
         return None
     txn = Transaction(delta_log, snapshot)
@@ -131,7 +137,10 @@ def write_delta(spark: SparkSession, df: DataFrame, path: str, request: WriteReq
         if last is not None and int(app_version) <= last:
             log.warning(
                 "skipping write to %s: txnAppId %s already committed version %s (asked %s)",
-                path, app_id, last, app_version,
+                path,
+                app_id,
+                last,
+                app_version,
             )
             return None
         txn.set_app_transaction(app_id, int(app_version))
@@ -145,11 +154,15 @@ def write_delta(spark: SparkSession, df: DataFrame, path: str, request: WriteReq
     if overwrite_schema and replace_where:
         raise DeltaIllegalArgumentException("overwriteSchema cannot be used with replaceWhere")
 
-    metadata = _target_metadata(spark, snapshot, data_schema, request, merge_schema, overwrite_schema)
+    metadata = _target_metadata(
+        spark, snapshot, data_schema, request, merge_schema, overwrite_schema
+    )
     schema = StructType.from_json(json.loads(metadata.schema_string))
     if snapshot is None or metadata != snapshot.metadata:
         txn.update_metadata(metadata)
-        protocol = protocol_for(schema, dict(metadata.configuration), snapshot.protocol if snapshot else None)
+        protocol = protocol_for(
+            schema, dict(metadata.configuration), snapshot.protocol if snapshot else None
+        )
         if snapshot is None or protocol != snapshot.protocol:
             txn.update_protocol(protocol)
 
@@ -158,8 +171,13 @@ def write_delta(spark: SparkSession, df: DataFrame, path: str, request: WriteReq
     guarded = enforce_constraints(aligned, schema, checks)
     partitions = list(metadata.partition_columns)
     removes: list[dict[str, Any]] = []
-    operation, params = "WRITE", {"mode": mode.capitalize() if mode != "errorifexists" else "ErrorIfExists",
-                                  "partitionBy": json.dumps(partitions)}
+    operation, params = (
+        "WRITE",
+        {
+            "mode": mode.capitalize() if mode != "errorifexists" else "ErrorIfExists",
+            "partitionBy": json.dumps(partitions),
+        },
+    )
 
     if overwrite and snapshot is not None and replace_where:
         guarded = _guard_replace_where(guarded, replace_where)
@@ -177,8 +195,13 @@ def write_delta(spark: SparkSession, df: DataFrame, path: str, request: WriteReq
     max_records = request.opt("maxRecordsPerFile")
     data_change = _truthy(request.opt("dataChange", "true"))
     adds = write_files(
-        guarded, path, schema, partitions, metadata.configuration,
-        int(max_records) if max_records else None, data_change,
+        guarded,
+        path,
+        schema,
+        partitions,
+        metadata.configuration,
+        int(max_records) if max_records else None,
+        data_change,
     )
     if overwrite and snapshot is not None and _dynamic(spark, request) and not replace_where:
         removes = _dynamic_removes(txn, snapshot, adds, partitions)
@@ -205,7 +228,9 @@ def _dynamic(spark: SparkSession, request: WriteRequest) -> bool:
         "spark.sql.sources.partitionOverwriteMode", "static"
     )
     if mode.lower() not in ("static", "dynamic"):
-        raise DeltaIllegalArgumentException(f"partitionOverwriteMode must be static or dynamic, got {mode!r}")
+        raise DeltaIllegalArgumentException(
+            f"partitionOverwriteMode must be static or dynamic, got {mode!r}"
+        )
     return mode.lower() == "dynamic"
 
 
@@ -229,15 +254,20 @@ def _target_metadata(
         if snapshot is None:
             conf = _session_defaults(spark) | request.table_properties
             return Metadata.create(
-                schema_to_string(schema), partition_by, conf,
+                schema_to_string(schema),
+                partition_by,
+                conf,
                 created_time=time.time_ns() // 1_000_000,
             )
         conf = dict(snapshot.configuration) | request.table_properties
         return snapshot.metadata.with_changes(
-            schema_string=schema_to_string(schema), partition_columns=tuple(partition_by),
+            schema_string=schema_to_string(schema),
+            partition_columns=tuple(partition_by),
             configuration=conf,
         )
-    if partition_by and [c.lower() for c in partition_by] != [c.lower() for c in snapshot.partition_columns]:
+    if partition_by and [c.lower() for c in partition_by] != [
+        c.lower() for c in snapshot.partition_columns
+    ]:
         raise DeltaAnalysisException(
             f"partition columns {partition_by} do not match the table's "
             f"{snapshot.partition_columns}; use .option('overwriteSchema', 'true') with "
@@ -272,7 +302,9 @@ def _replace_where_removes(
     txn.read_predicate(expr)
     parts = {c.lower() for c in snapshot.partition_columns}
     if all(len(c) == 1 and c[0].lower() in parts for c in columns_of(expr)):
-        mask = partition_filter_mask(expr, snapshot.files, _arrow(snapshot), snapshot.partition_columns)
+        mask = partition_filter_mask(
+            expr, snapshot.files, _arrow(snapshot), snapshot.partition_columns
+        )
         files = snapshot.files.filter(mask)
         txn.read_files(files)
         return remove_actions(files), []
