@@ -291,3 +291,32 @@ def test_delta_rs_domain_metadata() -> None:
     for name, domain in snapshot.domain_metadata.items():
         assert domain.domain == name
         assert domain.removed is False
+
+
+def _struct_stats_tables() -> list[str]:
+    rels = [r for r in _other_tables() if r.endswith("struct-stats-only")]
+    return [*rels, "delta-rs/delta-1.2.1-only-struct-stats"]
+
+
+def _num_records(row: dict[str, Any]) -> int | None:
+    if row.get("stats"):
+        return json.loads(row["stats"]).get("numRecords")
+    parsed = row.get("stats_parsed")
+    return parsed.get("numRecords") if parsed else None
+
+
+@pytest.mark.parametrize("rel", _struct_stats_tables())
+def test_struct_only_checkpoint_stats_are_kept(rel: str) -> None:
+    """Checkpoints written with writeStatsAsStruct only carry ``add.stats_parsed``; the
+    snapshot must keep those stats (as JSON or a ``stats_parsed`` column) or data skipping
+    and ``files --json`` lose them. delta-rs reads numRecords for every file."""
+    table = TESTDATA / rel
+    snapshot, _ = _load(table)
+    ours = {r["path"]: _num_records(r) for r in snapshot.files.to_pylist()}
+    import deltalake
+
+    actions = pa.table(deltalake.DeltaTable(str(table)).get_add_actions(flatten=True))
+    paths, records = actions.column("path").to_pylist(), actions.column("num_records").to_pylist()
+    theirs = dict(zip(paths, records, strict=True))
+    assert None not in theirs.values()
+    assert ours == theirs

@@ -274,7 +274,8 @@ def _target_metadata(
             "mode('overwrite') to change partitioning"
         )
     if merge_schema:
-        merged = merge_schemas(snapshot.schema, data_schema)
+        widening = _truthy(snapshot.configuration.get("delta.enableTypeWidening", "false"))
+        merged = merge_schemas(snapshot.schema, data_schema, allow_type_widening=widening)
         if merged != snapshot.schema:
             return snapshot.metadata.with_changes(schema_string=schema_to_string(merged))
         return snapshot.metadata
