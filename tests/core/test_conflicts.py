@@ -33,16 +33,30 @@ SCHEMA = StructType(
 
 
 def _add(name: str, lo: int, hi: int, part: str | None = None) -> dict:
-    stats = {"numRecords": 1, "minValues": {"id": lo}, "maxValues": {"id": hi},
-             "nullCount": {"id": 0}}
-    return {"path": name, "partitionValues": {"range": part} if part is not None else {},
-            "size": 10, "modificationTime": 1, "dataChange": True, "stats": json.dumps(stats)}
+    stats = {
+        "numRecords": 1,
+        "minValues": {"id": lo},
+        "maxValues": {"id": hi},
+        "nullCount": {"id": 0},
+    }
+    return {
+        "path": name,
+        "partitionValues": {"range": part} if part is not None else {},
+        "size": 10,
+        "modificationTime": 1,
+        "dataChange": True,
+        "stats": json.dumps(stats),
+    }
 
 
 def _table(tmp_path: Path, level: str = "WriteSerializable", partitioned: bool = True) -> DeltaLog:
     log = DeltaLog(str(tmp_path))
-    create_table(log, schema_to_string(SCHEMA), ["range"] if partitioned else [],
-                 {"delta.isolationLevel": level})
+    create_table(
+        log,
+        schema_to_string(SCHEMA),
+        ["range"] if partitioned else [],
+        {"delta.isolationLevel": level},
+    )
     return log
 
 
@@ -59,8 +73,10 @@ def _upsert_txn(log: DeltaLog, key: int, part: str) -> Transaction:
     pred = parse_predicate(f"range = '{part}' AND id = {key}")
     txn.read_predicate(pred)
     touched = snap.files.filter(
-        [json.loads(s)["minValues"]["id"] <= key <= json.loads(s)["maxValues"]["id"]
-         for s in snap.files.column("stats").to_pylist()]
+        [
+            json.loads(s)["minValues"]["id"] <= key <= json.loads(s)["maxValues"]["id"]
+            for s in snap.files.column("stats").to_pylist()
+        ]
     )
     txn.read_files(touched)
     txn.remove_files(remove_actions(touched))
@@ -92,7 +108,10 @@ def test_stats_rule_out_a_concurrent_insert_of_another_key(tmp_path: Path, level
     t2 = _upsert_txn(log, 2, "1-10")
     _append(log, _add("t1.parquet", 1, 1, "1-10"))
     assert t2.commit("MERGE").version == 3
-    assert sorted(log.snapshot().files.column("path").to_pylist()) == ["t1.parquet", "upsert-2.parquet"]
+    assert sorted(log.snapshot().files.column("path").to_pylist()) == [
+        "t1.parquet",
+        "upsert-2.parquet",
+    ]
 
 
 def test_concurrent_insert_of_the_same_key_conflicts_under_serializable(tmp_path: Path) -> None:
@@ -135,7 +154,7 @@ def test_update_vs_update_on_same_file_conflicts(tmp_path: Path) -> None:
     _append(log, _add("f.parquet", 1, 10, "1-10"))
     t1, t2 = _upsert_txn(log, 3, "1-10"), _upsert_txn(log, 4, "1-10")
     t1.commit("UPDATE")
-    with pytest.raises(ConcurrentDeleteReadException, match="f.parquet"):
+    with pytest.raises(ConcurrentDeleteReadException, match=r"f\.parquet"):
         t2.commit("UPDATE")
 
 
@@ -179,7 +198,7 @@ def test_delete_delete_conflict(tmp_path: Path) -> None:
     for t in (t1, t2):
         t.remove_files(remove_actions(snap.files))
     t1.commit("DELETE")
-    with pytest.raises(ConcurrentDeleteDeleteException, match="a.parquet"):
+    with pytest.raises(ConcurrentDeleteDeleteException, match=r"a\.parquet"):
         t2.commit("DELETE")
 
 
@@ -189,7 +208,7 @@ def test_whole_table_read_conflicts_with_any_add_under_serializable(tmp_path: Pa
     t.read_whole_table()
     t.add_files([_add("x.parquet", 1, 1, "1-10")])
     _append(log, _add("y.parquet", 50, 50, "41-50"))
-    with pytest.raises(ConcurrentAppendException, match="whole table"):
+    with pytest.raises(ConcurrentAppendException, match=r"whole table"):
         t.commit("MERGE")
 
 

@@ -31,10 +31,34 @@ ALL_TYPES = (
 
 def _all_types_rows() -> list[tuple]:
     return [
-        (True, 1, 2, 3, 4, 1.5, 2.5, Decimal("1.250"), "a", b"\x00\x01", dt.date(2024, 1, 31),
-         dt.datetime(2024, 1, 31, 10, 0, 0, 123456, tzinfo=dt.UTC)),
-        (False, -128, -32768, -(2**31), -(2**63), -0.0, 1e300, Decimal("-999999999.999"), "é ü",
-         b"", dt.date(1970, 1, 1), dt.datetime(1970, 1, 1, tzinfo=dt.UTC)),
+        (
+            True,
+            1,
+            2,
+            3,
+            4,
+            1.5,
+            2.5,
+            Decimal("1.250"),
+            "a",
+            b"\x00\x01",
+            dt.date(2024, 1, 31),
+            dt.datetime(2024, 1, 31, 10, 0, 0, 123456, tzinfo=dt.UTC),
+        ),
+        (
+            False,
+            -128,
+            -32768,
+            -(2**31),
+            -(2**63),
+            -0.0,
+            1e300,
+            Decimal("-999999999.999"),
+            "é ü",
+            b"",
+            dt.date(1970, 1, 1),
+            dt.datetime(1970, 1, 1, tzinfo=dt.UTC),
+        ),
         (None, None, None, None, None, None, None, None, None, None, None, None),
     ]
 
@@ -64,8 +88,12 @@ def test_partitioned_nulls_and_special_characters(spark: Any, tmp_path: Path) ->
     df = spark.createDataFrame(data, "id long, p string, q int")
     df.write.format("delta").partitionBy("p", "q").save(path)
     back = spark.read.format("delta").load(path)
-    assert rows(back.select("id", "p", "q")) == [(1, "a b/c=d%", 1), (2, None, 2), (3, "ü#?", None),
-                                                  (4, None, 4)]
+    assert rows(back.select("id", "p", "q")) == [
+        (1, "a b/c=d%", 1),
+        (2, None, 2),
+        (3, "ü#?", None),
+        (4, None, 4),
+    ]
     assert rows(back.where("p = 'a b/c=d%'").select("id")) == [(1,)]
     plan = back.where("p = 'ü#?'")._jdf.queryExecution().executedPlan().toString()
     assert "PartitionFilters: [isnotnull(p" in plan
@@ -79,13 +107,21 @@ def test_delta_rs_written_table_reads_identically(spark: Any, tmp_path: Path) ->
     import pyarrow as pa
 
     path = str(tmp_path / "rs")
-    data = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "part": ["x", None, "y"],
-                     "v": pa.array([1.5, None, 3.0])})
+    data = pa.table(
+        {
+            "id": pa.array([1, 2, 3], pa.int64()),
+            "part": ["x", None, "y"],
+            "v": pa.array([1.5, None, 3.0]),
+        }
+    )
     deltalake.write_deltalake(path, data, partition_by=["part"])
     deltalake.write_deltalake(path, data.slice(0, 1), mode="append", partition_by=["part"])
     back = spark.read.format("delta").load(path)
     assert rows(back.select("id", "part", "v"), "id") == [
-        (1, "x", 1.5), (1, "x", 1.5), (2, None, None), (3, "y", 3.0)
+        (1, "x", 1.5),
+        (1, "x", 1.5),
+        (2, None, None),
+        (3, "y", 3.0),
     ]
     assert spark.read.format("delta").option("versionAsOf", 0).load(path).count() == 3
 
@@ -127,16 +163,18 @@ def test_auto_merge_conf_and_overwrite_schema(spark: Any, tmp_path: Path) -> Non
     spark.createDataFrame([(1, "a")], "id long, name string").write.format("delta").save(path)
     spark.conf.set("spark.databricks.delta.schema.autoMerge.enabled", "true")
     try:
-        spark.createDataFrame([(2, "b", 1.0)], "id long, name string, x double") \
-            .write.format("delta").mode("append").save(path)
+        spark.createDataFrame([(2, "b", 1.0)], "id long, name string, x double").write.format(
+            "delta"
+        ).mode("append").save(path)
     finally:
         spark.conf.unset("spark.databricks.delta.schema.autoMerge.enabled")
     assert spark.read.format("delta").load(path).columns == ["id", "name", "x"]
     new = spark.createDataFrame([("k", 7)], "key string, n int")
     with pytest.raises(SchemaMismatchError):
         new.write.format("delta").mode("overwrite").save(path)
-    new.write.format("delta").mode("overwrite").option("overwriteSchema", "true") \
-        .partitionBy("key").save(path)
+    new.write.format("delta").mode("overwrite").option("overwriteSchema", "true").partitionBy(
+        "key"
+    ).save(path)
     snap = DeltaLog(path).snapshot()
     assert snap.schema.field_names == ["key", "n"] and snap.partition_columns == ["key"]
     assert rows(spark.read.format("delta").load(path), "key") == [("k", 7)]
@@ -145,27 +183,39 @@ def test_auto_merge_conf_and_overwrite_schema(spark: Any, tmp_path: Path) -> Non
 def test_replace_where_partition_and_data_predicates(spark: Any, tmp_path: Path) -> None:
     path = str(tmp_path / "rw")
     data = [(i, "a" if i < 5 else "b") for i in range(10)]
-    spark.createDataFrame(data, "id long, p string").write.format("delta").partitionBy("p").save(path)
-    spark.createDataFrame([(100, "a")], "id long, p string").write.format("delta") \
-        .mode("overwrite").option("replaceWhere", "p = 'a'").save(path)
+    spark.createDataFrame(data, "id long, p string").write.format("delta").partitionBy("p").save(
+        path
+    )
+    spark.createDataFrame([(100, "a")], "id long, p string").write.format("delta").mode(
+        "overwrite"
+    ).option("replaceWhere", "p = 'a'").save(path)
     assert rows(spark.read.format("delta").load(path).select("id")) == [
-        (5,), (6,), (7,), (8,), (9,), (100,)
+        (5,),
+        (6,),
+        (7,),
+        (8,),
+        (9,),
+        (100,),
     ]
     with pytest.raises(InvariantViolationError, match="replaceWhere"):
-        spark.createDataFrame([(200, "b")], "id long, p string").write.format("delta") \
-            .mode("overwrite").option("replaceWhere", "p = 'a'").save(path)
-    spark.createDataFrame([(7, "b")], "id long, p string").write.format("delta") \
-        .mode("overwrite").option("replaceWhere", "id >= 7 AND id < 50").save(path)
+        spark.createDataFrame([(200, "b")], "id long, p string").write.format("delta").mode(
+            "overwrite"
+        ).option("replaceWhere", "p = 'a'").save(path)
+    spark.createDataFrame([(7, "b")], "id long, p string").write.format("delta").mode(
+        "overwrite"
+    ).option("replaceWhere", "id >= 7 AND id < 50").save(path)
     assert rows(spark.read.format("delta").load(path).select("id")) == [(5,), (6,), (7,), (100,)]
     assert DeltaLog(path).snapshot().version == 2
 
 
 def test_dynamic_partition_overwrite(spark: Any, tmp_path: Path) -> None:
     path = str(tmp_path / "dpo")
-    spark.createDataFrame([(1, "a"), (2, "b"), (3, "c")], "id long, p string") \
-        .write.format("delta").partitionBy("p").save(path)
-    spark.createDataFrame([(10, "b"), (11, "d")], "id long, p string").write.format("delta") \
-        .mode("overwrite").option("partitionOverwriteMode", "dynamic").save(path)
+    spark.createDataFrame([(1, "a"), (2, "b"), (3, "c")], "id long, p string").write.format(
+        "delta"
+    ).partitionBy("p").save(path)
+    spark.createDataFrame([(10, "b"), (11, "d")], "id long, p string").write.format("delta").mode(
+        "overwrite"
+    ).option("partitionOverwriteMode", "dynamic").save(path)
     assert rows(spark.read.format("delta").load(path)) == [(1, "a"), (3, "c"), (10, "b"), (11, "d")]
 
 
@@ -174,7 +224,8 @@ def test_idempotent_writes_with_txn_app_id(spark: Any, tmp_path: Path) -> None:
     df = spark.range(3)
     for version in (1, 1, 2, 1):
         df.write.format("delta").mode("append").option("txnAppId", "job").option(
-            "txnVersion", version).save(path)
+            "txnVersion", version
+        ).save(path)
     snap = DeltaLog(path).snapshot()
     assert snap.version == 1 and snap.app_transaction_version("job") == 2
     assert spark.read.format("delta").load(path).count() == 6
@@ -182,11 +233,15 @@ def test_idempotent_writes_with_txn_app_id(spark: Any, tmp_path: Path) -> None:
 
 def test_not_null_violation_commits_nothing(spark: Any, tmp_path: Path) -> None:
     path = str(tmp_path / "nn")
-    DeltaTable.create(spark).location(path).addColumn("id", "long", nullable=False) \
-        .addColumn("v", "string").execute()
-    with pytest.raises(InvariantViolationError, match="NOT NULL constraint violated for column: id"):
-        spark.createDataFrame([(None, "x")], "id long, v string").write.format("delta") \
-            .mode("append").save(path)
+    DeltaTable.create(spark).location(path).addColumn("id", "long", nullable=False).addColumn(
+        "v", "string"
+    ).execute()
+    with pytest.raises(
+        InvariantViolationError, match="NOT NULL constraint violated for column: id"
+    ):
+        spark.createDataFrame([(None, "x")], "id long, v string").write.format("delta").mode(
+            "append"
+        ).save(path)
     assert DeltaLog(path).snapshot().version == 0
     assert spark.read.format("delta").load(path).count() == 0
 
@@ -199,8 +254,11 @@ def test_time_travel_version_timestamp_and_suffixes(spark: Any, tmp_path: Path) 
     time.sleep(1.2)
     spark.range(1, 3).write.format("delta").mode("append").save(path)
     stamp = dt.datetime.fromtimestamp(middle, dt.UTC)
-    by_ts = spark.read.format("delta").option("timestampAsOf", stamp.strftime("%Y-%m-%d %H:%M:%S")) \
+    by_ts = (
+        spark.read.format("delta")
+        .option("timestampAsOf", stamp.strftime("%Y-%m-%d %H:%M:%S"))
         .load(path)
+    )
     assert by_ts.count() == 1
     assert spark.read.format("delta").load(f"{path}@v1").count() == 3
     suffix = stamp.strftime("%Y%m%d%H%M%S") + f"{stamp.microsecond // 1000:03d}"
@@ -210,10 +268,12 @@ def test_time_travel_version_timestamp_and_suffixes(spark: Any, tmp_path: Path) 
 
 
 def test_save_as_table_and_read_table(spark: Any) -> None:
-    spark.createDataFrame([(1, "a")], "id long, v string").write.format("delta") \
-        .saveAsTable("managed_t")
-    spark.createDataFrame([(2, "b")], "id long, v string").write.format("delta").mode("append") \
-        .saveAsTable("managed_t")
+    spark.createDataFrame([(1, "a")], "id long, v string").write.format("delta").saveAsTable(
+        "managed_t"
+    )
+    spark.createDataFrame([(2, "b")], "id long, v string").write.format("delta").mode(
+        "append"
+    ).saveAsTable("managed_t")
     assert rows(spark.read.table("managed_t")) == [(1, "a"), (2, "b")]
     assert rows(spark.table("managed_t")) == [(1, "a"), (2, "b")]
     assert DeltaTable.forName(spark, "managed_t").toDF().count() == 2
@@ -225,8 +285,9 @@ def test_table_properties_from_options_and_session_defaults(spark: Any, tmp_path
     path = str(tmp_path / "props")
     spark.conf.set("spark.databricks.delta.properties.defaults.appendOnly", "false")
     try:
-        spark.range(2).write.format("delta").option("delta.isolationLevel", "Serializable") \
-            .option("userMetadata", "first load").save(path)
+        spark.range(2).write.format("delta").option("delta.isolationLevel", "Serializable").option(
+            "userMetadata", "first load"
+        ).save(path)
     finally:
         spark.conf.unset("spark.databricks.delta.properties.defaults.appendOnly")
     snap = DeltaLog(path).snapshot()
@@ -237,16 +298,18 @@ def test_table_properties_from_options_and_session_defaults(spark: Any, tmp_path
 
 def test_concurrent_appends_threads_all_commit(spark: Any, tmp_path: Path) -> None:
     path = str(tmp_path / "conc")
-    spark.createDataFrame([(0, "p0")], "id long, p string").write.format("delta") \
-        .partitionBy("p").save(path)
+    spark.createDataFrame([(0, "p0")], "id long, p string").write.format("delta").partitionBy(
+        "p"
+    ).save(path)
     errors: list[BaseException] = []
 
     def writer(n: int) -> None:
         try:
-            df = spark.createDataFrame([(n * 100 + i, f"p{i % 3}") for i in range(50)],
-                                       "id long, p string")
+            df = spark.createDataFrame(
+                [(n * 100 + i, f"p{i % 3}") for i in range(50)], "id long, p string"
+            )
             df.write.format("delta").mode("append").save(path)
-        except BaseException as e:  # noqa: BLE001 - surfaced below
+        except BaseException as e:
             errors.append(e)
 
     threads = [threading.Thread(target=writer, args=(n,)) for n in range(1, 9)]
