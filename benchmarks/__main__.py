@@ -7,6 +7,7 @@ import sys
 
 BENCHMARKS = {
     "snapshot_load": "benchmarks.snapshot_load",
+    "spark_scan_write": "benchmarks.spark_scan_write",
 }
 
 

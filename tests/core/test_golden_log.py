@@ -318,5 +318,9 @@ def test_struct_only_checkpoint_stats_are_kept(rel: str) -> None:
     actions = pa.table(deltalake.DeltaTable(str(table)).get_add_actions(flatten=True))
     paths, records = actions.column("path").to_pylist(), actions.column("num_records").to_pylist()
     theirs = dict(zip(paths, records, strict=True))
-    assert None not in theirs.values()
-    assert ours == theirs
+    assert set(ours) == set(theirs)
+    assert None not in ours.values()
+    # delta-rs drops some struct-only stats (None); wherever it has them we agree.
+    assert {p: ours[p] for p, n in theirs.items() if n is not None} == {
+        p: n for p, n in theirs.items() if n is not None
+    }

@@ -5,6 +5,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+import subprocess
+import sys
 from decimal import Decimal
 from pathlib import Path
 
@@ -394,3 +396,28 @@ def test_collect_nan_and_infinity_are_not_bounds(tmp_path: Path) -> None:
     md = _write(tmp_path, pa.table({"f": [float("-inf"), 1.0]}))
     doc = json.loads(collect_parquet_stats(md, schema))
     assert "minValues" not in doc and not any(math.isnan(v) for v in doc.get("maxValues", {}))
+
+
+def test_line_breaks_inside_documents_cannot_crash_the_parser() -> None:
+    # pyarrow segfaults when a parse block starts with a non-object such as "null"; a document
+    # with a raw line break could put one there. Run in a subprocess so a crash is a failure.
+    script = """
+import random, pyarrow as pa
+from delta_pyspark.core import stats
+stats._JSON_BLOCK_BYTES = 64  # many small blocks
+random.seed(3)
+bad = ['{"numRecords":1}\\nnull', '{"numRecords":1}\\r\\nnull', '\\nnull', '{"numRecords":\\n2}']
+for trial in range(100):
+    rows = ['{"numRecords":%d,"minValues":{"x":%d}}' % (i, i) for i in range(300)]
+    for _ in range(3):
+        rows[random.randrange(300)] = random.choice(bad)
+    out = stats.parse_stats(pa.array(rows), pa.schema([("x", pa.int64())])).to_pylist()
+    for i, r in enumerate(rows):
+        if r.startswith('{"numRecords":%d,' % i):
+            assert out[i]["minValues"]["x"] == i
+        elif r == '{"numRecords":\\n2}':
+            assert out[i]["numRecords"] == 2
+print("ok")
+"""
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-2000:]

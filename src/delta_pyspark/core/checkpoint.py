@@ -156,13 +156,55 @@ def _read_parquet(store: LogStore, path: str) -> pa.Table:
         raise CorruptLogError(f"cannot read checkpoint file {path}: {e}") from e
 
 
+def _json_value(value: Any) -> Any:
+    """Stats values as delta-spark writes them in JSON (timestamps ISO-8601 UTC, ms)."""
+    import datetime as dt
+    from decimal import Decimal
+
+    if isinstance(value, dict):
+        return {k: _json_value(v) for k, v in value.items() if v is not None}
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(dt.UTC).replace(tzinfo=None)
+            return value.isoformat(timespec="milliseconds") + "Z"
+        return value.isoformat(timespec="milliseconds")
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return float(value) if value != value.to_integral_value() else int(value)
+    return value
+
+
+def _stats_from_struct(column: pa.Array | pa.ChunkedArray, adds: pa.Table) -> pa.Table:
+    """Fill ``stats`` from ``stats_parsed`` where a checkpoint stored only the struct form.
+
+    Only rows lacking JSON stats are converted (checkpoints written with
+    ``delta.checkpoint.writeStatsAsJson=false``), so the common case costs nothing.
+    """
+    struct_type = column.type
+    if struct_type.get_field_index("stats_parsed") < 0:
+        return adds
+    missing = pc.is_null(adds.column("stats"))
+    if not pc.any(missing).as_py():
+        return adds
+    parsed = pc.struct_field(column, "stats_parsed")
+    texts = [
+        None if s is None or not m else json.dumps(_json_value(s), separators=(",", ":"))
+        for s, m in zip(parsed.to_pylist(), missing.to_pylist(), strict=True)
+    ]
+    stats = pc.coalesce(adds.column("stats"), pa.array(texts, pa.string()))
+    return adds.set_column(adds.schema.get_field_index("stats"), "stats", stats)
+
+
 def _split_parquet(table: pa.Table, path: str) -> tuple[dict[str, list[dict]], pa.Table, pa.Table]:
     """Non-file actions as dicts; adds and removes as conformed Arrow tables."""
     others = {c: _rows(table.column(c)) for c in _NON_FILE_COLUMNS if c in table.column_names}
     adds, removes = ADD_SCHEMA.empty_table(), REMOVE_SCHEMA.empty_table()
     if "add" in table.column_names:
         col = table.column("add")
-        adds = _struct_table(col.filter(pc.is_valid(col)), ADD_SCHEMA)
+        col = col.filter(pc.is_valid(col))
+        adds = _struct_table(col, ADD_SCHEMA)
+        adds = _stats_from_struct(col, adds)
     if "remove" in table.column_names:
         col = table.column("remove")
         removes = _struct_table(col.filter(pc.is_valid(col)), REMOVE_SCHEMA)

@@ -200,21 +200,34 @@ def parse_stats(
     texts = _as_string_array(stats_json)
     valid = pc.fill_null(pc.starts_with(texts, "{"), False)
     texts = pc.if_else(valid, texts, pa.scalar("{}", texts.type))
+    texts = _single_line(texts)
     texts = _null_out_special_floats(texts)
     read_type = pa.struct([_json_field(f) for f in layout])
     raw = _read_json_documents(texts, read_type)
     return _finish(raw, layout, pc.and_(valid, pc.is_valid(raw)), adjust_bounds)
 
 
+def _single_line(texts: pa.Array) -> pa.Array:
+    """Line breaks inside a document become spaces (JSON whitespace; raw ones are invalid
+    inside strings anyway). Each document must be one line starting with "{": pyarrow crashes
+    the process when a parse block starts with a non-object such as ``null``."""
+    hit = pc.or_(pc.match_substring(texts, "\n"), pc.match_substring(texts, "\r"))
+    if not pc.any(hit).as_py():
+        return texts
+    fixed = pc.replace_substring_regex(texts.filter(hit), r"[\r\n]", " ")
+    return pc.replace_with_mask(texts, hit, fixed)
+
+
 def _null_out_special_floats(texts: pa.Array) -> pa.Array:
     """Jackson writes NaN/Infinity bounds as strings, which pyarrow rejects for float fields;
     turn them into nulls up front (unknown bound) rather than falling back row by row."""
-    pattern = r':\s*"(NaN|-?Infinity)"'
-    hit = pc.fill_null(pc.match_substring_regex(texts, pattern), False)
+    hit = pc.or_(pc.match_substring(texts, 'NaN"'), pc.match_substring(texts, 'Infinity"'))
+    hit = pc.fill_null(hit, False)
     if not pc.any(hit).as_py():
         return texts
-    fixed = pc.replace_substring_regex(texts, pattern, ":null")
-    return pc.if_else(hit, fixed, texts)
+    pattern = r':\s*"(NaN|-?Infinity)"'
+    fixed = pc.replace_substring_regex(texts.filter(hit), pattern, ":null")
+    return pc.replace_with_mask(texts, hit, fixed)
 
 
 def stats_from_parsed(
@@ -262,6 +275,9 @@ class _RowCountMismatch(Exception):
     pass
 
 
+_JSON_BLOCK_BYTES = 16 << 20
+
+
 def _read_json_documents(texts: pa.Array, read_type: pa.StructType) -> pa.StructArray:
     """One JSON object per element -> StructArray; bisects around rows pyarrow rejects."""
     if len(texts) == 0:
@@ -271,13 +287,13 @@ def _read_json_documents(texts: pa.Array, read_type: pa.StructType) -> pa.Struct
         texts = texts.cast(pa.large_string())
     elif not pa.types.is_string(texts.type):
         texts = texts.cast(pa.string())
-    block = max(16 << 20, 2 * (pc.max(lengths).as_py() or 0) + 1024)
+    block = max(_JSON_BLOCK_BYTES, 2 * (pc.max(lengths).as_py() or 0) + 1024)
     schema = pa.schema(list(read_type))
     newline = pa.scalar("\n", texts.type)
 
     def batch(chunk: pa.Array) -> pa.StructArray:
-        # Every element starts with "{" (callers screen them): pyarrow crashes the process when
-        # the first document of a buffer is not an object (e.g. "null").
+        # Elements are single lines starting with "{" (see _single_line), so every parse block
+        # starts with an object: pyarrow segfaults on a block starting with e.g. "null".
         joined = pc.binary_join(pa.ListArray.from_arrays([0, len(chunk)], chunk), newline)
         table = pa_json.read_json(
             pa.BufferReader(joined[0].as_buffer()),
