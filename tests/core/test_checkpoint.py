@@ -508,3 +508,58 @@ def test_file_uri_forms_are_one_file_across_a_checkpoint(
     loaded = DeltaLog(str(tmp_path)).snapshot()
     assert loaded.segment.checkpoint_version == 0
     assert loaded.files.column("path").to_pylist() == []
+
+
+def test_write_stats_as_struct_adds_parsed_columns(tmp_path: Path) -> None:
+    """With delta.checkpoint.writeStatsAsStruct=true (and writeStatsAsJson=false) the
+    checkpoint carries typed stats_parsed/partitionValues_parsed, and reading it back
+    recovers the stats; delta-rs opens it too."""
+    import glob
+
+    import deltalake
+    import pyarrow.parquet as pq
+
+    from delta_pyspark.core.commit import checkpoint_now
+    from delta_pyspark.core.transaction import Transaction, create_table
+
+    log = DeltaLog(str(tmp_path))
+    schema = (
+        '{"type":"struct","fields":[{"name":"id","type":"long","nullable":true,"metadata":{}},'
+        '{"name":"day","type":"date","nullable":true,"metadata":{}}]}'
+    )
+    conf = {
+        "delta.checkpoint.writeStatsAsStruct": "true",
+        "delta.checkpoint.writeStatsAsJson": "false",
+    }
+    create_table(log, schema, ["day"], conf)
+    txn = Transaction(log, log.snapshot())
+    stats = {
+        "numRecords": 3,
+        "minValues": {"id": 1},
+        "maxValues": {"id": 9},
+        "nullCount": {"id": 0},
+    }
+    txn.add_files(
+        [
+            {
+                "path": "day=2024-01-01/a.parquet",
+                "partitionValues": {"day": "2024-01-01"},
+                "size": 1,
+                "modificationTime": 1,
+                "dataChange": True,
+                "stats": json.dumps(stats),
+            }
+        ]
+    )
+    checkpoint_now(log.store, txn.commit("WRITE"))
+    (path,) = glob.glob(str(tmp_path / "_delta_log" / "*.checkpoint.parquet"))
+    adds = [r for r in pq.read_table(path).column("add").to_pylist() if r]
+    assert adds[0]["stats"] is None
+    assert adds[0]["stats_parsed"]["minValues"] == {"id": 1}
+    assert adds[0]["stats_parsed"]["numRecords"] == 3
+    assert str(adds[0]["partitionValues_parsed"]["day"]) == "2024-01-01"
+    back = DeltaLog(str(tmp_path)).snapshot()
+    assert json.loads(back.files.column("stats")[0].as_py())["maxValues"] == {"id": 9}
+    assert [u.rsplit("/", 1)[-1] for u in deltalake.DeltaTable(str(tmp_path)).file_uris()] == [
+        "a.parquet"
+    ]

@@ -27,6 +27,7 @@ from delta_pyspark.core.expressions import (
     conjuncts,
     map_columns,
     parse_predicate,
+    rename_columns,
     to_sql,
 )
 
@@ -179,6 +180,9 @@ def test_helpers() -> None:
     assert and_all([]) is None
     renamed = map_columns(parse_predicate("a = 1 OR f(b) = 2"), lambda p: ("col-" + p[0],))
     assert columns_of(renamed) == {("col-a",), ("col-b",)}
+    mapping = {("a",): ("col-1",), ("n",): ("col-2",), ("n", "x"): ("col-2", "col-3")}
+    renamed = rename_columns(parse_predicate("A = 1 AND n.X > 2 AND zz IS NULL"), mapping)
+    assert renamed == parse_predicate("`col-1` = 1 AND `col-2`.`col-3` > 2 AND zz IS NULL")
 
 
 def test_to_sql_is_readable() -> None:

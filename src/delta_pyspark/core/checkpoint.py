@@ -284,6 +284,34 @@ def _column(values: list[dict] | None, typ: pa.DataType, n: int) -> pa.Array:
     return pa.array(fixed, typ)
 
 
+def _parsed_columns(state: TableState, files: pa.Table) -> list[tuple[pa.Field, pa.Array]]:
+    """``stats_parsed`` and ``partitionValues_parsed`` (physical names, typed values) for
+    tables with ``delta.checkpoint.writeStatsAsStruct=true``."""
+    from delta_pyspark.core.column_mapping import column_mapping_mode, to_physical_schema
+    from delta_pyspark.core.partition_values import partition_column_to_arrow
+    from delta_pyspark.core.schema import StructType, parse_schema_string, to_arrow_schema
+    from delta_pyspark.core.stats import parse_stats
+
+    assert state.metadata is not None
+    schema = parse_schema_string(state.metadata.schema_string)
+    physical = to_physical_schema(schema, column_mapping_mode(state.metadata.configuration))
+    logical_parts = set(state.metadata.partition_columns)
+    pairs = list(zip(schema.fields, physical.fields, strict=True))
+    data = StructType(tuple(p for lf, p in pairs if lf.name not in logical_parts))
+    stats = parse_stats(files.column("stats"), to_arrow_schema(data), adjust_bounds=False)
+    out = [(pa.field("stats_parsed", stats.type), stats)]
+    parts = [p for lf, p in pairs if lf.name in logical_parts]
+    if parts:
+        values = files.column("partitionValues").combine_chunks()
+        children = [
+            partition_column_to_arrow(pc.map_lookup(values, p.name, "first"), p.type) for p in parts
+        ]
+        names = [p.name for p in parts]
+        parsed = pa.StructArray.from_arrays(children, names=names)
+        out.append((pa.field("partitionValues_parsed", parsed.type), parsed))
+    return out
+
+
 def checkpoint_table(state: TableState, now_ms: int | None = None, v2: bool = False) -> pa.Table:
     """The checkpoint rows for ``state``: non-file actions, live adds, unexpired tombstones."""
     assert state.protocol is not None and state.metadata is not None
@@ -299,7 +327,13 @@ def checkpoint_table(state: TableState, now_ms: int | None = None, v2: bool = Fa
         files = files.set_column(
             files.schema.get_field_index("stats"), "stats", pa.nulls(files.num_rows, pa.string())
         )
-    add_type = pa.struct(list(ADD_SCHEMA))
+    add_fields = list(ADD_SCHEMA)
+    add_children = [files.column(f.name).combine_chunks() for f in ADD_SCHEMA]
+    if props.checkpoint_stats_as_struct(conf):
+        for f, child in _parsed_columns(state, state.files):
+            add_fields.append(f)
+            add_children.append(child)
+    add_type = pa.struct(add_fields)
     remove_fields = [REMOVE_SCHEMA.field(n) for n in CHECKPOINT_REMOVE_FIELDS]
     remove_type = pa.struct(remove_fields)
 
@@ -328,9 +362,7 @@ def checkpoint_table(state: TableState, now_ms: int | None = None, v2: bool = Fa
                 )
             )
     n_add, n_rem = files.num_rows, tomb.num_rows
-    add_arr = pa.StructArray.from_arrays(
-        [files.column(f.name).combine_chunks() for f in ADD_SCHEMA], fields=list(ADD_SCHEMA)
-    )
+    add_arr = pa.StructArray.from_arrays(add_children, fields=add_fields)
     parts.append(
         pa.table({c: (add_arr if c == "add" else pa.nulls(n_add, t)) for c, t in columns.items()})
     )

@@ -12,7 +12,7 @@ import functools
 import logging
 import re
 import struct
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation, localcontext
 from typing import Any
@@ -180,6 +180,22 @@ def map_columns(expr: Expr, fn: Callable[[tuple[str, ...]], tuple[str, ...]]) ->
     if isinstance(expr, IsNull | IsNotNull | Not):
         return type(expr)(map_columns(expr.expr, fn))
     return expr
+
+
+def rename_columns(expr: Expr, mapping: Mapping[tuple[str, ...], tuple[str, ...]]) -> Expr:
+    """Rename column paths found in ``mapping`` (exact match first, then case-insensitive, as
+    Spark resolves names); other paths are kept. E.g. logical -> physical column names."""
+    folded: dict[tuple[str, ...], tuple[str, ...] | None] = {}
+    for path, target in mapping.items():
+        key = tuple(p.lower() for p in path)
+        folded[key] = target if key not in folded else None  # ambiguous: leave unmapped
+
+    def rename(path: tuple[str, ...]) -> tuple[str, ...]:
+        if path in mapping:
+            return mapping[path]
+        return folded.get(tuple(p.lower() for p in path)) or path
+
+    return map_columns(expr, rename)
 
 
 # ---------------------------------------------------------------------------------------------
