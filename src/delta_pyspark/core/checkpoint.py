@@ -196,18 +196,29 @@ def _stats_from_struct(column: pa.Array | pa.ChunkedArray, adds: pa.Table) -> pa
     return adds.set_column(adds.schema.get_field_index("stats"), "stats", stats)
 
 
+def _valid_rows(column: pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """The non-null rows of an action column; a zero-copy slice when they are contiguous
+    (checkpoints written here group each action type), a filtered copy otherwise."""
+    valid = pc.is_valid(column)
+    count = pc.sum(valid).as_py() or 0
+    if count == 0:
+        return column.slice(0, 0)
+    first = pc.index(valid, True).as_py()
+    if pc.all(valid.slice(first, count)).as_py():
+        return column.slice(first, count)
+    return column.filter(valid)
+
+
 def _split_parquet(table: pa.Table, path: str) -> tuple[dict[str, list[dict]], pa.Table, pa.Table]:
     """Non-file actions as dicts; adds and removes as conformed Arrow tables."""
     others = {c: _rows(table.column(c)) for c in _NON_FILE_COLUMNS if c in table.column_names}
     adds, removes = ADD_SCHEMA.empty_table(), REMOVE_SCHEMA.empty_table()
     if "add" in table.column_names:
-        col = table.column("add")
-        col = col.filter(pc.is_valid(col))
+        col = _valid_rows(table.column("add"))
         adds = _struct_table(col, ADD_SCHEMA)
         adds = _stats_from_struct(col, adds)
     if "remove" in table.column_names:
-        col = table.column("remove")
-        removes = _struct_table(col.filter(pc.is_valid(col)), REMOVE_SCHEMA)
+        removes = _struct_table(_valid_rows(table.column("remove")), REMOVE_SCHEMA)
     if adds.num_rows and pc.any(pc.is_null(adds.column("path"))).as_py():
         raise CorruptLogError(f"{path}: add action without a path")
     return others, adds, removes
