@@ -61,7 +61,7 @@ def main() -> None:
                 (F.rand(7) * 1000).alias("x"),
                 F.concat(F.lit("s"), (F.col("id") % 97).cast("string")).alias("s"),
             )
-            .repartition(16, "id")
+            .repartitionByRange(16, "id")
             .sortWithinPartitions("id")
             .cache()
         )
