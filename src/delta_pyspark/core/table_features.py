@@ -54,22 +54,13 @@ _LEGACY_WRITER = {
     5: {"columnMapping"},
     6: {"identityColumns"},
 }
-READER_WRITER_FEATURES = frozenset(
-    {
-        "columnMapping",
-        "deletionVectors",
-        "timestampNtz",
-        "v2Checkpoint",
-        "vacuumProtocolCheck",
-        "typeWidening",
-        "typeWidening-preview",
-        "variantType",
-        "variantType-preview",
-        "catalogManaged",
-        "variantShredding",
-        "variantShredding-preview",
-    }
-)
+# Reader-writer features: every reader feature we support, plus ones we do not.
+READER_WRITER_FEATURES = SUPPORTED_READER_FEATURES | {
+    "catalogManaged",
+    "variantShredding",
+    "variantShredding-preview",
+    "geospatial",
+}
 
 
 def implied_writer_features(protocol: Protocol) -> frozenset[str]:
