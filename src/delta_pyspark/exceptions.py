@@ -38,6 +38,10 @@ class UnsupportedTableFeatureError(DeltaError):
         self.features = features
 
 
+class DeltaUnsupportedOperationException(DeltaError):
+    """The operation cannot be carried out as asked (e.g. an ambiguous MERGE)."""
+
+
 class FileAlreadyExistsError(DeltaError):
     """Put-if-absent lost: another writer created the file first."""
 

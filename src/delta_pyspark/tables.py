@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
 
 from delta_pyspark.core.actions import Metadata, remove_actions
 from delta_pyspark.core.delta_log import DeltaLog
-from delta_pyspark.core.expressions import parse_predicate
 from delta_pyspark.core.schema import StructField, StructType, schema_to_string
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.table_features import (
@@ -28,18 +28,10 @@ from delta_pyspark.exceptions import (
 )
 from delta_pyspark.session import install, load_table
 from delta_pyspark.spark.catalog import table_location
-from delta_pyspark.spark.rewrite import rewrite_without
-from delta_pyspark.spark.scan import prune_files
+from delta_pyspark.spark.delete import execute_delete
+from delta_pyspark.spark.merge import DeltaMergeBuilder
 from delta_pyspark.spark.types import from_spark_schema
-
-
-def _condition_sql(condition: str | Column | None) -> str | None:
-    if condition is None or isinstance(condition, str):
-        return condition
-    text = str(condition)  # Column<'(id = 2)'>
-    if text.startswith("Column<'") and text.endswith("'>"):
-        return text[8:-2]
-    return text
+from delta_pyspark.spark.update import execute_update
 
 
 class DeltaTable:
@@ -221,57 +213,34 @@ class DeltaTable:
 
     # ------------------------------------------------------------ DML
 
-    def delete(self, condition: str | Column | None = None) -> None:
-        """Delete rows matching ``condition`` (all rows when None), one atomic commit."""
-        from pyspark.sql import functions as F
+    def delete(self, condition: str | Column | None = None) -> DataFrame:
+        """Delete rows matching ``condition`` (all rows when None) in one atomic commit.
 
-        start = time.time()
-        s = self._snapshot()
-        txn = Transaction(self._log, s)
-        sql = _condition_sql(condition)
-        if sql is None:
-            txn.read_whole_table()
-            files = s.files
-            txn.read_files(files)
-            removes, adds, copied = remove_actions(files), [], 0
-            deleted = _count_records(files)
-        else:
-            expr = parse_predicate(sql)
-            txn.read_predicate(expr)
-            files = prune_files(s, expr)
-            txn.read_files(files)
-            parts = {c.lower() for c in s.partition_columns}
-            from delta_pyspark.core.expressions import columns_of
+        Returns a one-row DataFrame ``num_affected_rows`` (what SQL DELETE returns).
+        """
+        metrics = execute_delete(self._spark, self._log, condition)
+        return self._affected(metrics.get("numDeletedRows"))
 
-            if all(len(c) == 1 and c[0].lower() in parts for c in columns_of(expr)) and columns_of(
-                expr
-            ):
-                removes, adds, copied = remove_actions(files), [], 0
-                deleted = _count_records(files)
-            else:
-                before = _count_records(files)
-                removes, adds, copied = rewrite_without(self._spark, s, files, F.expr(sql))
-                deleted = before - copied
-        if not removes and not adds:
-            return
-        metrics = {
-            "numRemovedFiles": len(removes),
-            "numAddedFiles": len(adds),
-            "numDeletedRows": deleted,
-            "numCopiedRows": copied,
-            "executionTimeMs": int((time.time() - start) * 1000),
-        }
-        txn.remove_files(removes)
-        txn.add_files(adds)
-        txn.commit("DELETE", {"predicate": json.dumps([sql] if sql else [])}, metrics)
+    def update(
+        self,
+        condition: str | Column | None = None,
+        set: Mapping[str, str | Column] | None = None,
+    ) -> DataFrame:
+        """Set ``set`` (column -> SQL expression or Column) on rows matching ``condition``.
 
+        Returns a one-row DataFrame ``num_affected_rows`` (what SQL UPDATE returns).
+        """
+        if set is None and isinstance(condition, Mapping):
+            condition, set = None, condition  # update(set) positionally, as delta-spark allows
+        metrics = execute_update(self._spark, self._log, condition, set or {})
+        return self._affected(metrics["numUpdatedRows"])
 
-def _count_records(files: Any) -> int:
-    total = 0
-    for stats in files.column("stats").to_pylist():
-        if stats:
-            total += int(json.loads(stats).get("numRecords", 0))
-    return total
+    def merge(self, source: DataFrame, condition: str | Column) -> DeltaMergeBuilder:
+        """Start a MERGE of ``source`` into this table on ``condition``."""
+        return DeltaMergeBuilder(self._spark, self._log, self._alias, source, condition)
+
+    def _affected(self, rows: int | None) -> DataFrame:
+        return self._spark.createDataFrame([(rows,)], "num_affected_rows long")
 
 
 def _datetime(ms: int) -> Any:

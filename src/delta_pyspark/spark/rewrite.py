@@ -1,48 +1,131 @@
-"""Copy-on-write: replace files by copies without the rows a predicate matches.
+"""Copy-on-write: find the files that hold affected rows, then replace them by new copies.
 
-Shared by DELETE, ``replaceWhere`` on data columns and anything else that must
-drop rows from existing files; files the predicate cannot touch are never read.
+Shared by DELETE, UPDATE, MERGE and ``replaceWhere``. Files are chosen in two
+steps: the log's partition values and stats skip files that cannot hold an
+affected row, then a scan of the remaining candidates (only the columns the
+condition needs) finds the files that actually do. Only those are rewritten;
+every other file stays as it is.
 """
 
 from __future__ import annotations
 
+import json
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from delta_pyspark.core.actions import remove_actions
+from delta_pyspark.core.schema import StructType
 from delta_pyspark.core.snapshot import Snapshot
-from delta_pyspark.spark.scan import read_files
-from delta_pyspark.spark.write import write_files
+from delta_pyspark.spark.scan import FILE_PATH, file_uris, read_files
+from delta_pyspark.spark.write import enforce_constraints, table_constraints, write_files
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+
+@dataclass
+class Rewrite:
+    """The outcome of rewriting files: actions to commit and rows written."""
+
+    removes: list[dict[str, Any]]
+    adds: list[dict[str, Any]]
+    rows_written: int
+
+    @property
+    def bytes_added(self) -> int:
+        return sum(int(a.get("size") or 0) for a in self.adds)
+
+    @property
+    def bytes_removed(self) -> int:
+        return sum(int(r.get("size") or 0) for r in self.removes)
+
+
+def elapsed_ms(start: float) -> int:
+    """Milliseconds since ``start`` (a ``time.monotonic()`` reading), for metrics."""
+    return int((time.monotonic() - start) * 1000)
+
+
+def files_by_uri(snapshot: Snapshot, files: pa.Table, uris: list[str]) -> pa.Table:
+    """The rows of ``files`` whose Spark file URI is in ``uris``."""
+    if not uris or files.num_rows == 0:
+        return files.slice(0, 0)
+    mask = pc.is_in(pa.array(file_uris(snapshot, files)), value_set=pa.array(uris))
+    return files.filter(mask)
+
+
+def touched_files(
+    spark: SparkSession, snapshot: Snapshot, files: pa.Table, condition: Column
+) -> tuple[pa.Table, int]:
+    """The subset of ``files`` holding a row where ``condition`` is true, and how many rows."""
+    from pyspark.sql import functions as F
+
+    if files.num_rows == 0:
+        return files, 0
+    df = read_files(spark, snapshot, files, with_row_ids=True)
+    counts = df.where(condition).groupBy(FILE_PATH).agg(F.count(F.lit(1)).alias("n")).collect()
+    uris = [r[FILE_PATH] for r in counts]
+    return files_by_uri(snapshot, files, uris), sum(int(r["n"]) for r in counts)
+
+
+def num_records(adds: list[Mapping[str, Any]]) -> int:
+    """Rows in files this engine wrote (their stats always carry ``numRecords``)."""
+    return sum(int(json.loads(a["stats"])["numRecords"]) for a in adds if a.get("stats"))
+
+
+def write_rows(
+    df: DataFrame, snapshot: Snapshot, schema: StructType | None = None
+) -> list[dict[str, Any]]:
+    """Write ``df`` (table columns in order) into the table, enforcing its constraints."""
+    schema = schema or snapshot.schema
+    checked = enforce_constraints(df, schema, table_constraints(snapshot.configuration))
+    return write_files(
+        checked, snapshot.table_root, schema, snapshot.partition_columns, snapshot.configuration
+    )
+
+
+def rewrite_files(
+    spark: SparkSession,
+    snapshot: Snapshot,
+    files: pa.Table,
+    transform: Callable[[DataFrame], DataFrame],
+) -> Rewrite:
+    """Replace ``files`` by copies of their rows passed through ``transform``."""
+    if files.num_rows == 0:
+        return Rewrite([], [], 0)
+    adds = write_rows(transform(read_files(spark, snapshot, files)), snapshot)
+    return Rewrite(remove_actions(files), adds, num_records(adds))
 
 
 def rewrite_without(
     spark: SparkSession, snapshot: Snapshot, files: pa.Table, condition: Column
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]], int]:
-    """Remove ``files`` and add copies holding only rows where ``condition`` is not true.
+) -> tuple[Rewrite, int]:
+    """Drop the rows matching ``condition`` from the ``files`` that hold any.
 
-    Returns ``(removes, adds, rows_kept)``; ``rows_kept`` counts copied rows.
+    Returns the rewrite and the number of rows dropped.
     """
     from pyspark.sql import functions as F
 
-    if files.num_rows == 0:
-        return [], [], 0
-    kept = read_files(spark, snapshot, files).where(~F.coalesce(condition, F.lit(False)))
-    adds = write_files(
-        kept,
-        snapshot.table_root,
-        snapshot.schema,
-        snapshot.partition_columns,
-        snapshot.configuration,
+    touched, matched = touched_files(spark, snapshot, files, condition)
+    rewrite = rewrite_files(
+        spark, snapshot, touched, lambda df: df.where(~F.coalesce(condition, F.lit(False)))
     )
-    rows = sum(_num_records(a) for a in adds)
-    return remove_actions(files), adds, rows
+    return rewrite, matched
 
 
-def _num_records(add: dict[str, Any]) -> int:
-    import json
-
-    return int(json.loads(add["stats"]).get("numRecords", 0)) if add.get("stats") else 0
+def live_rows(files: pa.Table) -> int | None:
+    """Rows of ``files`` net of deletion vectors, from their stats; None if any lacks them."""
+    if files.num_rows == 0:
+        return 0
+    found = pc.extract_regex(files.column("stats"), r'"numRecords"\s*:\s*(?P<n>\d+)')
+    if found.null_count:
+        return None
+    total = pc.sum(pc.cast(pc.struct_field(found, "n"), pa.int64())).as_py()
+    dv = files.column("deletionVector")
+    if dv.null_count < len(dv):
+        total -= pc.sum(pc.struct_field(dv, "cardinality")).as_py() or 0
+    return int(total)

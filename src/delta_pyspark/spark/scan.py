@@ -33,8 +33,8 @@ from delta_pyspark.spark.types import to_spark_type
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-_ROW_INDEX = "__delta_row_index"
-_FILE_PATH = "__delta_file_path"
+ROW_INDEX = "__delta_row_index"
+FILE_PATH = "__delta_file_path"
 
 
 class DeltaFileNotFoundError(DeltaError, FileNotFoundError):
@@ -106,8 +106,15 @@ def read_snapshot(
     return read_files(spark, snapshot, files), report
 
 
-def read_files(spark: SparkSession, snapshot: Snapshot, files: pa.Table) -> DataFrame:
-    """A DataFrame of the rows of ``files`` (a subset of the snapshot's file list)."""
+def read_files(
+    spark: SparkSession, snapshot: Snapshot, files: pa.Table, with_row_ids: bool = False
+) -> DataFrame:
+    """A DataFrame of the rows of ``files`` (a subset of the snapshot's file list).
+
+    ``with_row_ids`` adds ``FILE_PATH`` (Spark's file URI, see ``file_uris``) and
+    ``ROW_INDEX`` (the row's position in its file): DML uses them to find the files
+    that hold affected rows and to tell target rows apart.
+    """
     schema = snapshot.schema
     mode = column_mapping_mode(snapshot.configuration)
     physical = to_physical_schema(schema, mode)
@@ -117,9 +124,12 @@ def read_files(spark: SparkSession, snapshot: Snapshot, files: pa.Table) -> Data
         f for f, lf in zip(physical.fields, schema.fields, strict=True) if lf.name not in part_names
     ]
     data_schema = to_spark_type(StructType(tuple(data_fields)))
+    extra = [FILE_PATH, ROW_INDEX] if with_row_ids else []
     if files.num_rows == 0:
         empty = spark.createDataFrame([], to_spark_type(physical))
-        return _to_logical(empty, schema, physical)
+        if with_row_ids:
+            empty = empty.selectExpr("*", f"'' AS {FILE_PATH}", f"0L AS {ROW_INDEX}").limit(0)
+        return _to_logical(empty, schema, physical, extra)
 
     has_dv = pc.is_valid(files.column("deletionVector"))
     plain, with_dv = files.filter(pc.invert(has_dv)), files.filter(has_dv)
@@ -131,17 +141,27 @@ def read_files(spark: SparkSession, snapshot: Snapshot, files: pa.Table) -> Data
             continue
         if hive:
             frames.append(
-                _hive_branch(spark, root, subset, data_schema, physical, part_physical, dv)
+                _hive_branch(
+                    spark, root, subset, data_schema, physical, part_physical, dv, with_row_ids
+                )
             )
         else:
             frames.extend(
-                _literal_branches(spark, root, subset, data_schema, physical, part_physical, dv)
+                _literal_branches(
+                    spark, root, subset, data_schema, physical, part_physical, dv, with_row_ids
+                )
             )
     df = frames[0]
     for other in frames[1:]:
         df = df.unionByName(other)
-    df = df.select(*[f"`{f.name}`" for f in physical.fields])
-    return _to_logical(df, schema, physical)
+    df = df.select(*[f"`{f.name}`" for f in physical.fields], *extra)
+    return _to_logical(df, schema, physical, extra)
+
+
+def file_uris(snapshot: Snapshot, files: pa.Table) -> list[str]:
+    """``FILE_PATH`` values of ``files``' rows, in the order of ``files``."""
+    root = snapshot.table_root
+    return [spark_file_uri(p) for p in _paths(root, files)]
 
 
 def _paths(root: str, files: pa.Table) -> list[str]:
@@ -172,13 +192,16 @@ def _hive_branch(
     physical: StructType,
     parts: list[str],
     dv: bool,
+    with_row_ids: bool,
 ) -> DataFrame:
     from pyspark.sql.types import StructType as SparkStruct
 
     part_fields = [to_spark_type(StructType((physical.field(p),))).fields[0] for p in parts]
     full = SparkStruct(list(data_schema.fields) + part_fields)
     df = _read(spark, _paths(root, files), full, root if parts else None)
-    return _apply_dvs(spark, root, files, df) if dv else df
+    if dv:
+        return _apply_dvs(spark, root, files, df, with_row_ids)
+    return _with_row_ids(df) if with_row_ids else df
 
 
 def _literal_branches(
@@ -189,22 +212,25 @@ def _literal_branches(
     physical: StructType,
     parts: list[str],
     dv: bool,
+    with_row_ids: bool,
 ) -> list[DataFrame]:
     from pyspark.sql import functions as F
 
+    def read(subset: pa.Table) -> DataFrame:
+        df = _read(spark, _paths(root, subset), data_schema, None)
+        if dv:
+            return _apply_dvs(spark, root, subset, df, with_row_ids)
+        return _with_row_ids(df) if with_row_ids else df
+
     if not parts:
-        df = _read(spark, _paths(root, files), data_schema, None)
-        return [_apply_dvs(spark, root, files, df) if dv else df]
+        return [read(files)]
     groups: dict[tuple, list[int]] = {}
     for i, pv in enumerate(files.column("partitionValues").to_pylist()):
         values = dict(pv or [])
         groups.setdefault(tuple(values.get(p) for p in parts), []).append(i)
     frames = []
     for key, idx in groups.items():
-        subset = files.take(pa.array(idx))
-        df = _read(spark, _paths(root, subset), data_schema, None)
-        if dv:
-            df = _apply_dvs(spark, root, subset, df)
+        df = read(files.take(pa.array(idx)))
         for p, raw in zip(parts, key, strict=True):
             field: StructField = physical.field(p)
             value = parse_partition_value(raw, field.type)
@@ -213,7 +239,19 @@ def _literal_branches(
     return frames
 
 
-def _apply_dvs(spark: SparkSession, root: str, files: pa.Table, df: DataFrame) -> DataFrame:
+def _with_row_ids(df: DataFrame) -> DataFrame:
+    from pyspark.sql import functions as F
+
+    return df.select(
+        "*",
+        F.col("_metadata.file_path").alias(FILE_PATH),
+        F.col("_metadata.row_index").alias(ROW_INDEX),
+    )
+
+
+def _apply_dvs(
+    spark: SparkSession, root: str, files: pa.Table, df: DataFrame, keep_row_ids: bool = False
+) -> DataFrame:
     """Drop the rows each file's deletion vector marks, with a broadcast anti-join."""
     from pyspark.sql import functions as F
 
@@ -229,21 +267,18 @@ def _apply_dvs(spark: SparkSession, root: str, files: pa.Table, df: DataFrame) -
         indexes.append(rows)
     deleted = pa.table(
         {
-            _FILE_PATH: pa.array(np.concatenate(uris) if uris else [], pa.string()),
-            _ROW_INDEX: pa.array(np.concatenate(indexes) if indexes else [], pa.int64()),
+            FILE_PATH: pa.array(np.concatenate(uris) if uris else [], pa.string()),
+            ROW_INDEX: pa.array(np.concatenate(indexes) if indexes else [], pa.int64()),
         }
     )
     deleted_df = spark.createDataFrame(deleted)
-    tagged = df.select(
-        "*",
-        F.col("_metadata.file_path").alias(_FILE_PATH),
-        F.col("_metadata.row_index").alias(_ROW_INDEX),
-    )
-    kept = tagged.join(F.broadcast(deleted_df), [_FILE_PATH, _ROW_INDEX], "left_anti")
-    return kept.drop(_FILE_PATH, _ROW_INDEX)
+    kept = _with_row_ids(df).join(F.broadcast(deleted_df), [FILE_PATH, ROW_INDEX], "left_anti")
+    return kept if keep_row_ids else kept.drop(FILE_PATH, ROW_INDEX)
 
 
-def _to_logical(df: DataFrame, logical: StructType, physical: StructType) -> DataFrame:
+def _to_logical(
+    df: DataFrame, logical: StructType, physical: StructType, extra: list[str]
+) -> DataFrame:
     """Rename physical columns to logical names (nested structs by positional cast)."""
     if logical == physical:
         return df
@@ -255,4 +290,4 @@ def _to_logical(df: DataFrame, logical: StructType, physical: StructType) -> Dat
         if lf.type != pf.type:
             col = col.cast(to_spark_type(lf.type))
         cols.append(col.alias(lf.name))
-    return df.select(*cols)
+    return df.select(*cols, *extra)

@@ -14,6 +14,7 @@ import os
 import shutil
 import time
 import uuid
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import pyarrow.parquet as pq
@@ -36,6 +37,12 @@ def stats_settings(configuration: dict[str, str] | Any) -> tuple[int, list[str] 
     num = int(configuration.get("delta.dataSkippingNumIndexedCols", "32"))
     cols = configuration.get("delta.dataSkippingStatsColumns")
     return num, ([c.strip() for c in cols.split(",") if c.strip()] if cols else None)
+
+
+def table_constraints(configuration: Mapping[str, str]) -> dict[str, str]:
+    """The table's CHECK constraints (``delta.constraints.<name>`` properties): name -> SQL."""
+    prefix = "delta.constraints."
+    return {k[len(prefix) :]: v for k, v in configuration.items() if k.startswith(prefix)}
 
 
 def enforce_constraints(df: DataFrame, schema: StructType, checks: dict[str, str]) -> DataFrame:

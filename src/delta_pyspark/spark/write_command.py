@@ -10,16 +10,15 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from delta_pyspark.core.actions import Metadata, remove_actions
-from delta_pyspark.core.data_skipping import partition_filter_mask
+from delta_pyspark.core.data_skipping import partition_filter_mask, split_partition_predicate
 from delta_pyspark.core.delta_log import DeltaLog
-from delta_pyspark.core.expressions import columns_of, parse_predicate
+from delta_pyspark.core.expressions import parse_predicate
 from delta_pyspark.core.schema import (
     StructField,
     StructType,
@@ -38,7 +37,7 @@ from delta_pyspark.exceptions import (
 )
 from delta_pyspark.spark.rewrite import rewrite_without
 from delta_pyspark.spark.types import from_spark_schema, to_spark_type
-from delta_pyspark.spark.write import enforce_constraints, write_files
+from delta_pyspark.spark.write import enforce_constraints, table_constraints, write_files
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -69,11 +68,6 @@ class WriteRequest:
     @property
     def table_properties(self) -> dict[str, str]:
         return {k: str(v) for k, v in self.options.items() if k.startswith("delta.")}
-
-
-def _check_constraints(configuration: Mapping[str, str]) -> dict[str, str]:
-    prefix = "delta.constraints."
-    return {k[len(prefix) :]: v for k, v in configuration.items() if k.startswith(prefix)}
 
 
 def _session_defaults(spark: SparkSession) -> dict[str, str]:
@@ -167,7 +161,7 @@ def write_delta(
             txn.update_protocol(protocol)
 
     aligned = _align(df, schema)
-    checks = _check_constraints(metadata.configuration)
+    checks = table_constraints(metadata.configuration)
     guarded = enforce_constraints(aligned, schema, checks)
     partitions = list(metadata.partition_columns)
     removes: list[dict[str, Any]] = []
@@ -301,8 +295,8 @@ def _replace_where_removes(
 
     expr = parse_predicate(predicate)
     txn.read_predicate(expr)
-    parts = {c.lower() for c in snapshot.partition_columns}
-    if all(len(c) == 1 and c[0].lower() in parts for c in columns_of(expr)):
+    _, data_part = split_partition_predicate(expr, snapshot.partition_columns)
+    if data_part is None:
         mask = partition_filter_mask(
             expr, snapshot.files, _arrow(snapshot), snapshot.partition_columns
         )
@@ -313,8 +307,8 @@ def _replace_where_removes(
 
     files = prune_files(snapshot, expr)
     txn.read_files(files)
-    removes, adds, _ = rewrite_without(spark, snapshot, files, F.expr(predicate))
-    return removes, adds
+    rewrite, _ = rewrite_without(spark, snapshot, files, F.expr(predicate))
+    return rewrite.removes, rewrite.adds
 
 
 def _arrow(snapshot: Snapshot) -> pa.Schema:

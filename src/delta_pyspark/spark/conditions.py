@@ -1,0 +1,78 @@
+"""DML conditions and assignments given as SQL strings or PySpark ``Column``s.
+
+Spark evaluates them as given; the Spark-free AST (``core.expressions``) is
+parsed from their SQL text only to prune files and to record the transaction's
+read predicate. What the parser cannot model becomes ``Unknown`` ("may match"),
+so a condition we do not understand prunes nothing but is still applied.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from delta_pyspark.core.expressions import Expr, parse_predicate
+from delta_pyspark.core.schema import StructType
+from delta_pyspark.exceptions import DeltaAnalysisException
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column
+
+def condition_sql(condition: str | Column | None) -> str | None:
+    """The SQL text of a condition (a ``Column`` prints as ``Column<'...'>``)."""
+    if condition is None or isinstance(condition, str):
+        return condition
+    text = str(condition)
+    if text.startswith("Column<'") and text.endswith("'>"):
+        return text[8:-2]
+    return text
+
+
+def as_column(value: str | Column) -> Column:
+    """A Spark ``Column`` for a SQL expression string or a ``Column``."""
+    from pyspark.sql import Column as SparkColumn
+    from pyspark.sql import functions as F
+
+    if isinstance(value, SparkColumn):
+        return value
+    if isinstance(value, str):
+        return F.expr(value)
+    raise DeltaAnalysisException(
+        f"expected a SQL expression string or a Column, got {type(value).__name__}"
+    )
+
+
+def as_predicate(condition: str | Column, strip_qualifier: str | None = None) -> Expr:
+    """The condition as the Spark-free AST (``Unknown`` parts where it cannot be modelled)."""
+    return parse_predicate(condition_sql(condition) or "true", strip_qualifier)
+
+
+def resolve_assignments(
+    schema: StructType, assignments: Mapping[str, Any], what: str
+) -> dict[str, list[tuple[str | None, Column]]]:
+    """Group ``{"col" or "col.nested.field": value}`` by the target's top-level column.
+
+    Names resolve case-insensitively; the result maps each top-level column (as the
+    table spells it) to ``(nested path or None, value)`` pairs in the given order.
+    """
+    if not assignments:
+        raise DeltaAnalysisException(f"{what} needs at least one column assignment")
+    grouped: dict[str, list[tuple[str | None, Column]]] = {}
+    for key, value in assignments.items():
+        top, _, rest = key.strip("`").partition(".")
+        field = schema.find_field(top, case_sensitive=False)
+        if field is None:
+            raise DeltaAnalysisException(
+                f"{what}: cannot resolve column {key!r} among the table's columns "
+                f"{schema.field_names}"
+            )
+        grouped.setdefault(field.name, []).append((rest or None, as_column(value)))
+    return grouped
+
+
+def assigned_value(current: Column, assignments: list[tuple[str | None, Column]]) -> Column:
+    """``current`` with the assignments applied (whole column, or nested fields)."""
+    result = current
+    for path, value in assignments:
+        result = value if path is None else result.withField(path, value)
+    return result

@@ -1,0 +1,83 @@
+"""DELETE: remove the rows matching a condition in one atomic commit.
+
+A condition on partition columns only removes whole files without reading them.
+Otherwise partition values and stats skip files first, a scan finds the files
+holding matching rows, and only those are rewritten without them.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import TYPE_CHECKING, Any
+
+from delta_pyspark.core.actions import remove_actions
+from delta_pyspark.core.data_skipping import partition_filter_mask, split_partition_predicate
+from delta_pyspark.core.delta_log import DeltaLog
+from delta_pyspark.core.schema import to_arrow_schema
+from delta_pyspark.core.transaction import Transaction
+from delta_pyspark.spark.conditions import as_column, as_predicate, condition_sql
+from delta_pyspark.spark.rewrite import Rewrite, elapsed_ms, live_rows, rewrite_files, touched_files
+from delta_pyspark.spark.scan import prune_files
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, SparkSession
+
+
+def execute_delete(
+    spark: SparkSession, log: DeltaLog, condition: str | Column | None
+) -> dict[str, Any]:
+    """Delete rows matching ``condition`` (all rows when None); returns the commit's metrics."""
+    from pyspark.sql import functions as F
+
+    start = time.monotonic()
+    snapshot = log.snapshot()
+    txn = Transaction(log, snapshot)
+    sql = condition_sql(condition)
+    files = snapshot.files
+    if condition is None:
+        txn.read_whole_table()
+        metadata_only = True
+    else:
+        expr = as_predicate(condition)
+        txn.read_predicate(expr)
+        _, data_part = split_partition_predicate(expr, snapshot.partition_columns)
+        metadata_only = data_part is None
+        if metadata_only:
+            mask = partition_filter_mask(
+                expr, files, to_arrow_schema(snapshot.schema), snapshot.partition_columns
+            )
+            files = files.filter(mask)
+        else:
+            files = prune_files(snapshot, expr)
+    txn.read_files(files)
+    if metadata_only:
+        scan_ms = elapsed_ms(start)
+        rewrite = Rewrite(remove_actions(files), [], 0)
+        deleted = live_rows(files)
+    else:
+        cond = as_column(condition)
+        files, deleted = touched_files(spark, snapshot, files, cond)
+        scan_ms = elapsed_ms(start)
+        rewrite = rewrite_files(
+            spark, snapshot, files, lambda df: df.where(~F.coalesce(cond, F.lit(False)))
+        )
+    metrics: dict[str, Any] = {
+        "numRemovedFiles": len(rewrite.removes),
+        "numAddedFiles": len(rewrite.adds),
+        "numDeletedRows": deleted,
+        "numCopiedRows": rewrite.rows_written,
+        "numAddedChangeFiles": 0,
+        "numRemovedBytes": rewrite.bytes_removed,
+        "numAddedBytes": rewrite.bytes_added,
+        "executionTimeMs": elapsed_ms(start),
+        "scanTimeMs": scan_ms,
+        "rewriteTimeMs": elapsed_ms(start) - scan_ms,
+    }
+    if deleted is None:
+        del metrics["numDeletedRows"]  # files without stats: unknown without reading them
+    if rewrite.removes or rewrite.adds:
+        txn.remove_files(rewrite.removes)
+        txn.add_files(rewrite.adds)
+        txn.commit("DELETE", {"predicate": json.dumps([sql] if sql else [])}, metrics)
+    return metrics
