@@ -18,6 +18,7 @@ from delta_pyspark.exceptions import DeltaAnalysisException
 if TYPE_CHECKING:
     from pyspark.sql import Column
 
+
 def condition_sql(condition: str | Column | None) -> str | None:
     """The SQL text of a condition (a ``Column`` prints as ``Column<'...'>``)."""
     if condition is None or isinstance(condition, str):

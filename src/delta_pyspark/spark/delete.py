@@ -19,6 +19,7 @@ from delta_pyspark.core.transaction import Transaction
 from delta_pyspark.spark.conditions import as_column, as_predicate, condition_sql
 from delta_pyspark.spark.rewrite import Rewrite, elapsed_ms, live_rows, rewrite_files, touched_files
 from delta_pyspark.spark.scan import prune_files
+from delta_pyspark.spark.session_conf import user_metadata
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, SparkSession
@@ -79,5 +80,6 @@ def execute_delete(
     if rewrite.removes or rewrite.adds:
         txn.remove_files(rewrite.removes)
         txn.add_files(rewrite.adds)
-        txn.commit("DELETE", {"predicate": json.dumps([sql] if sql else [])}, metrics)
+        params = {"predicate": json.dumps([sql] if sql else [])}
+        txn.commit("DELETE", params, metrics, user_metadata(spark))
     return metrics

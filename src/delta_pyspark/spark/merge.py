@@ -53,13 +53,13 @@ from delta_pyspark.spark.conditions import (
 )
 from delta_pyspark.spark.rewrite import elapsed_ms, files_by_uri, live_rows, num_records, write_rows
 from delta_pyspark.spark.scan import FILE_PATH, ROW_INDEX, prune_files, read_files
+from delta_pyspark.spark.session_conf import auto_merge, user_metadata
 from delta_pyspark.spark.types import from_spark_schema, to_spark_type
 
 if TYPE_CHECKING:
     from pyspark.sql import Column as SparkColumn
     from pyspark.sql import DataFrame, SparkSession
 
-AUTO_MERGE_CONF = "spark.databricks.delta.schema.autoMerge.enabled"
 _SOURCE_MARK = "__delta_merge_source"
 _TARGET_MARK = "__delta_merge_target"
 _ACTION = "__delta_merge_action"
@@ -163,7 +163,7 @@ class DeltaMergeBuilder:
 
     def execute(self) -> DataFrame:
         """Run the merge; a DataFrame of num_affected/updated/deleted/inserted rows."""
-        evolve = self._evolve or _truthy(self._spark.conf.get(AUTO_MERGE_CONF, "false"))
+        evolve = self._evolve or auto_merge(self._spark)
         metrics = MergeCommand(
             self._spark,
             self._log,
@@ -187,10 +187,6 @@ def _required(value: Mapping[str, Any] | None, name: str) -> Mapping[str, Any]:
     if not value:
         raise DeltaAnalysisException(f"this merge clause needs a non-empty {name}= mapping")
     return value
-
-
-def _truthy(value: Any) -> bool:
-    return str(value).strip().lower() == "true"
 
 
 def _validate_clauses(clauses: tuple[MergeClause, ...]) -> None:
@@ -268,7 +264,7 @@ class MergeCommand:
             src.unpersist()
         metrics["executionTimeMs"] = elapsed_ms(start)
         if metrics["numTargetFilesAdded"] or metrics["numTargetFilesRemoved"]:
-            txn.commit("MERGE", self._parameters(), _ordered(metrics))
+            txn.commit("MERGE", self._parameters(), _ordered(metrics), user_metadata(self.spark))
         return metrics
 
     def _parameters(self) -> dict[str, str]:

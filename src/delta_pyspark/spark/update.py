@@ -22,6 +22,7 @@ from delta_pyspark.spark.conditions import (
 )
 from delta_pyspark.spark.rewrite import elapsed_ms, rewrite_files, touched_files
 from delta_pyspark.spark.scan import prune_files
+from delta_pyspark.spark.session_conf import user_metadata
 from delta_pyspark.spark.types import to_spark_type
 
 if TYPE_CHECKING:
@@ -81,5 +82,6 @@ def execute_update(
     if rewrite.removes:
         txn.remove_files(rewrite.removes)
         txn.add_files(rewrite.adds)
-        txn.commit("UPDATE", {"predicate": json.dumps([sql] if sql else [])}, metrics)
+        params = {"predicate": json.dumps([sql] if sql else [])}
+        txn.commit("UPDATE", params, metrics, user_metadata(spark))
     return metrics

@@ -36,6 +36,7 @@ from delta_pyspark.exceptions import (
     DeltaTableNotFoundError,
 )
 from delta_pyspark.spark.rewrite import rewrite_without
+from delta_pyspark.spark.session_conf import auto_merge, user_metadata
 from delta_pyspark.spark.types import from_spark_schema, to_spark_type
 from delta_pyspark.spark.write import enforce_constraints, table_constraints, write_files
 
@@ -44,7 +45,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-AUTO_MERGE_CONF = "spark.databricks.delta.schema.autoMerge.enabled"
 DEFAULTS_PREFIX = "spark.databricks.delta.properties.defaults."
 _MODES = {"append", "overwrite", "error", "errorifexists", "ignore", "default"}
 
@@ -141,8 +141,7 @@ def write_delta(
 
     data_schema = from_spark_schema(df.schema)
     overwrite = mode == "overwrite"
-    auto_merge = _truthy(spark.conf.get(AUTO_MERGE_CONF, "false"))
-    merge_schema = _truthy(request.opt("mergeSchema", "false")) or auto_merge
+    merge_schema = _truthy(request.opt("mergeSchema", "false")) or auto_merge(spark)
     overwrite_schema = overwrite and _truthy(request.opt("overwriteSchema", "false"))
     replace_where = request.opt("replaceWhere")
     if overwrite_schema and replace_where:
@@ -211,10 +210,7 @@ def write_delta(
     }
     if removes:
         metrics["numRemovedFiles"] = len(removes)
-    user_metadata = request.opt("userMetadata") or spark.conf.get(
-        "spark.databricks.delta.commitInfo.userMetadata", None
-    )
-    return txn.commit(operation, params, metrics, user_metadata)
+    return txn.commit(operation, params, metrics, user_metadata(spark, request.opt("userMetadata")))
 
 
 def _dynamic(spark: SparkSession, request: WriteRequest) -> bool:
