@@ -20,7 +20,11 @@ import pyarrow as pa
 
 from delta_pyspark.core import table_properties as props
 from delta_pyspark.core.actions import DomainMetadata, Metadata, Protocol, SetTransaction
-from delta_pyspark.core.column_mapping import column_mapping_mode, to_physical_schema
+from delta_pyspark.core.column_mapping import (
+    column_mapping_mode,
+    physical_name,
+    to_physical_schema,
+)
 from delta_pyspark.core.commit import commit_info, encode_commit, post_commit, write_commit
 from delta_pyspark.core.conflict_checker import (
     ConflictContext,
@@ -162,7 +166,12 @@ class Transaction:
                 f"table {self.log.table_root} is append-only (delta.appendOnly=true): "
                 "this operation would remove or change existing data"
             )
+        # Under column mapping the log keys partition values by physical name.
+        mode = column_mapping_mode(md.configuration)
         parts = set(md.partition_columns)
+        if mode != "none":
+            schema = parse_schema_string(md.schema_string)
+            parts = {physical_name(schema.field(c), mode) for c in md.partition_columns}
         for add in self._adds:
             if set((add.get("partitionValues") or {}).keys()) != parts:
                 raise DeltaAnalysisException(
