@@ -599,3 +599,40 @@ def test_dml_on_table_with_deletion_vectors_and_column_mapping(
         "delta"
     ).mode("append").save(path)
     assert rows() == model | {(9, 1000): "appended"}
+
+
+def test_merge_from_streaming_foreach_batch(spark: Any, tmp_path: Path):
+    path = str(tmp_path / "t")
+    _make(spark, path, _base(), partitioned=True, files=2)
+    incoming = tmp_path / "incoming"
+    spark.createDataFrame([(1, -1, "b1", "a"), (30, 30, "b1", "b")], SCHEMA).coalesce(
+        1
+    ).write.parquet(str(incoming / "batch1"))
+    spark.createDataFrame([(30, -30, "b2", "b"), (31, 31, "b2", "b")], SCHEMA).coalesce(
+        1
+    ).write.parquet(str(incoming / "batch2"))
+
+    def upsert(batch: Any, batch_id: int) -> None:
+        (
+            DeltaTable.forPath(batch.sparkSession, path)
+            .alias("t")
+            .merge(batch.alias("s"), "t.id = s.id")
+            .whenMatchedUpdateAll()
+            .whenNotMatchedInsertAll()
+            .execute()
+        )
+
+    stream = (
+        spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).parquet(str(incoming / "*"))
+    )
+    query = (
+        stream.writeStream.foreachBatch(upsert)
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(availableNow=True)
+        .start()
+    )
+    query.awaitTermination(300)
+    by_id = {r[0]: r for r in _base()}
+    by_id |= {1: (1, -1, "b1", "a"), 30: (30, -30, "b2", "b"), 31: (31, 31, "b2", "b")}
+    assert _rows(spark, path) == _model(list(by_id.values()))
+    assert [h["operation"] for h in DeltaLog(path).history(2)] == ["MERGE", "MERGE"]
