@@ -17,3 +17,10 @@ def configure_spark_with_delta(builder: Any) -> Any:
     from delta_pyspark.session import configure_spark_with_delta as configure
 
     return configure(builder)
+
+
+def scan_report(df: Any) -> Any:
+    """Files a Delta scan kept and skipped (``ScanReport``), or None for other DataFrames."""
+    from delta_pyspark.spark.filter_skipping import scan_report as report
+
+    return report(df)

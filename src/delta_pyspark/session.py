@@ -19,7 +19,7 @@ from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.time_travel import parse_timestamp_ms, split_path_suffix
 from delta_pyspark.exceptions import DeltaIllegalArgumentException
 from delta_pyspark.spark.catalog import table_location
-from delta_pyspark.spark.scan import read_snapshot
+from delta_pyspark.spark.filter_skipping import refine, scan_table
 from delta_pyspark.spark.write_command import WriteRequest, write_delta
 
 SESSION_DEFAULTS = {
@@ -67,9 +67,7 @@ def load_table(spark: SparkSession, path: str, options: dict[str, str]) -> DataF
         raise DeltaIllegalArgumentException("give either versionAsOf or timestampAsOf, not both")
     log = DeltaLog(path)
     snapshot = log.snapshot_at_timestamp(ts) if ts is not None else log.snapshot(version)
-    df, report = read_snapshot(spark, snapshot)
-    df._delta_scan = report  # type: ignore[attr-defined]
-    return df
+    return scan_table(spark, snapshot)
 
 
 def install() -> None:
@@ -78,7 +76,23 @@ def install() -> None:
         return
     _hook_writer()
     _hook_reader()
+    _hook_filters()
     DataFrameWriter._delta_installed = True  # type: ignore[attr-defined]
+
+
+def _hook_filters() -> None:
+    """``where``/``filter`` on a Delta scan re-plan it over the files that can match."""
+    from pyspark.sql.classic.dataframe import DataFrame as ClassicDataFrame
+
+    for name in ("where", "filter"):
+        original = getattr(ClassicDataFrame, name)
+
+        def pruning(self: DataFrame, condition: Any, _original: Any = original) -> DataFrame:
+            refined = refine(self, condition, _original)
+            return refined if refined is not None else _original(self, condition)
+
+        functools.update_wrapper(pruning, original)
+        setattr(ClassicDataFrame, name, pruning)
 
 
 def _recording(cls: type, name: str, record: Any) -> None:

@@ -56,6 +56,8 @@ class ReadSet:
     whole_table: bool = False
     file_keys: set[str] = field(default_factory=set)
     app_ids: set[str] = field(default_factory=set)
+    # The zone timestamp literals without one in ``predicates`` are in (Spark's session zone).
+    time_zone: str = "UTC"
 
     @property
     def is_blind(self) -> bool:
@@ -140,7 +142,16 @@ def _check_added_files(
     table = file_actions_to_arrow(added, ADD_SCHEMA)
     hit = pa.array([False] * len(added))
     for expr in ctx.reads.predicates:
-        hit = pc.or_(hit, may_match(expr, table, ctx.arrow_schema, ctx.partition_columns))
+        hit = pc.or_(
+            hit,
+            may_match(
+                expr,
+                table,
+                ctx.arrow_schema,
+                ctx.partition_columns,
+                time_zone=ctx.reads.time_zone,
+            ),
+        )
     if pc.any(hit).as_py():
         idx = pc.index(hit, True).as_py()
         cond = " OR ".join(to_sql(p) for p in ctx.reads.predicates)

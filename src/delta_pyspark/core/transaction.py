@@ -90,9 +90,14 @@ class Transaction:
             raise DeltaAnalysisException("a new table needs a protocol before anything else")
         return p
 
-    def read_predicate(self, predicate: Expr) -> None:
-        """Record that rows matching ``predicate`` were read (used to scope conflicts)."""
+    def read_predicate(self, predicate: Expr, time_zone: str | None = None) -> None:
+        """Record that rows matching ``predicate`` were read (used to scope conflicts).
+
+        ``time_zone``: the zone of timestamp literals without one (Spark's session zone).
+        """
         self.reads.predicates.append(predicate)
+        if time_zone is not None:
+            self.reads.time_zone = time_zone
 
     def read_whole_table(self) -> None:
         self.reads.whole_table = True

@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from delta_pyspark.core.expressions import Expr, parse_predicate
+from delta_pyspark.core.expressions import Expr, Unknown, parse_predicate
 from delta_pyspark.core.schema import StructType
 from delta_pyspark.exceptions import DeltaAnalysisException
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column
+    from pyspark.sql import Column, DataFrame
 
 
 def condition_sql(condition: str | Column | None) -> str | None:
@@ -43,9 +43,23 @@ def as_column(value: str | Column) -> Column:
     )
 
 
-def as_predicate(condition: str | Column, strip_qualifier: str | None = None) -> Expr:
-    """The condition as the Spark-free AST (``Unknown`` parts where it cannot be modelled)."""
-    return parse_predicate(condition_sql(condition) or "true", strip_qualifier)
+def as_predicate(condition: str | Column, over: DataFrame | None = None, where: Any = None) -> Expr:
+    """The condition as the Spark-free AST (``Unknown`` parts where it cannot be modelled).
+
+    A ``Column`` prints as Spark's internal notation, not SQL; given the DataFrame it
+    filters (``over``), Spark resolves it and prints its SQL instead. ``where`` is the
+    filter function to use (the unpatched one when called from the filter hook).
+    """
+    from pyspark.sql import Column as SparkColumn
+
+    if isinstance(condition, SparkColumn) and over is not None:
+        try:
+            filtered = (where or type(over).where)(over, condition)
+            sql = filtered._jdf.queryExecution().analyzed().condition().sql()
+        except Exception:  # not a plain filter plan: model nothing
+            sql = None
+        return parse_predicate(sql) if sql else Unknown(condition_sql(condition) or "")
+    return parse_predicate(condition_sql(condition) or "true")
 
 
 def resolve_assignments(

@@ -18,7 +18,7 @@ from delta_pyspark.core.schema import to_arrow_schema
 from delta_pyspark.core.transaction import Transaction
 from delta_pyspark.spark.conditions import as_column, as_predicate, condition_sql
 from delta_pyspark.spark.rewrite import Rewrite, elapsed_ms, live_rows, rewrite_files, touched_files
-from delta_pyspark.spark.scan import prune_files
+from delta_pyspark.spark.scan import prune_files, read_files, session_time_zone
 from delta_pyspark.spark.session_conf import user_metadata
 
 if TYPE_CHECKING:
@@ -40,17 +40,21 @@ def execute_delete(
         txn.read_whole_table()
         metadata_only = True
     else:
-        expr = as_predicate(condition)
-        txn.read_predicate(expr)
+        expr = as_predicate(condition, read_files(spark, snapshot, snapshot.files.slice(0, 0)))
+        txn.read_predicate(expr, session_time_zone(spark))
         _, data_part = split_partition_predicate(expr, snapshot.partition_columns)
         metadata_only = data_part is None
         if metadata_only:
             mask = partition_filter_mask(
-                expr, files, to_arrow_schema(snapshot.schema), snapshot.partition_columns
+                expr,
+                files,
+                to_arrow_schema(snapshot.schema),
+                snapshot.partition_columns,
+                time_zone=session_time_zone(spark),
             )
             files = files.filter(mask)
         else:
-            files = prune_files(snapshot, expr)
+            files = prune_files(snapshot, expr, session_time_zone(spark))
     txn.read_files(files)
     if metadata_only:
         scan_ms = elapsed_ms(start)

@@ -52,7 +52,13 @@ from delta_pyspark.spark.conditions import (
     resolve_assignments,
 )
 from delta_pyspark.spark.rewrite import elapsed_ms, files_by_uri, live_rows, num_records, write_rows
-from delta_pyspark.spark.scan import FILE_PATH, ROW_INDEX, prune_files, read_files
+from delta_pyspark.spark.scan import (
+    FILE_PATH,
+    ROW_INDEX,
+    prune_files,
+    read_files,
+    session_time_zone,
+)
 from delta_pyspark.spark.session_conf import auto_merge, user_metadata
 from delta_pyspark.spark.types import from_spark_schema, to_spark_type
 
@@ -351,8 +357,8 @@ class MergeCommand:
         if predicate is None:
             txn.read_whole_table()
             return snapshot.files
-        txn.read_predicate(predicate)
-        return prune_files(snapshot, predicate)
+        txn.read_predicate(predicate, session_time_zone(self.spark))
+        return prune_files(snapshot, predicate, session_time_zone(self.spark))
 
     def _key_predicate(
         self, snapshot: Snapshot, src: DataFrame, plan: _Plan, num_source: int

@@ -21,7 +21,7 @@ from delta_pyspark.spark.conditions import (
     resolve_assignments,
 )
 from delta_pyspark.spark.rewrite import elapsed_ms, rewrite_files, touched_files
-from delta_pyspark.spark.scan import prune_files
+from delta_pyspark.spark.scan import prune_files, read_files, session_time_zone
 from delta_pyspark.spark.session_conf import user_metadata
 from delta_pyspark.spark.types import to_spark_type
 
@@ -49,9 +49,9 @@ def execute_update(
         txn.read_whole_table()
         files = snapshot.files
     else:
-        expr = as_predicate(condition)
-        txn.read_predicate(expr)
-        files = prune_files(snapshot, expr)
+        expr = as_predicate(condition, read_files(spark, snapshot, snapshot.files.slice(0, 0)))
+        txn.read_predicate(expr, session_time_zone(spark))
+        files = prune_files(snapshot, expr, session_time_zone(spark))
     txn.read_files(files)
     files, updated = touched_files(spark, snapshot, files, cond)
     scan_ms = elapsed_ms(start)

@@ -289,19 +289,23 @@ def _replace_where_removes(
     partition columns, otherwise copies of the touched files without matching rows."""
     from pyspark.sql import functions as F
 
+    from delta_pyspark.spark.scan import prune_files, session_time_zone
+
     expr = parse_predicate(predicate)
-    txn.read_predicate(expr)
+    txn.read_predicate(expr, session_time_zone(spark))
     _, data_part = split_partition_predicate(expr, snapshot.partition_columns)
     if data_part is None:
         mask = partition_filter_mask(
-            expr, snapshot.files, _arrow(snapshot), snapshot.partition_columns
+            expr,
+            snapshot.files,
+            _arrow(snapshot),
+            snapshot.partition_columns,
+            time_zone=session_time_zone(spark),
         )
         files = snapshot.files.filter(mask)
         txn.read_files(files)
         return remove_actions(files), []
-    from delta_pyspark.spark.scan import prune_files
-
-    files = prune_files(snapshot, expr)
+    files = prune_files(snapshot, expr, session_time_zone(spark))
     txn.read_files(files)
     rewrite, _ = rewrite_without(spark, snapshot, files, F.expr(predicate))
     return rewrite.removes, rewrite.adds
