@@ -57,7 +57,7 @@ def checksum_of(
 def write_checksum(store: LogStore, log_dir: str, state: TableState, **kw: Any) -> None:
     data = json.dumps(checksum_of(state, **kw), separators=(",", ":")).encode()
     try:
-        store.write_if_absent(f"{log_dir}/{checksum_name(state.version)}", data)
+        store.write_if_absent(f"{log_dir}/{checksum_name(state.version)}", data, durable=False)
     except FileAlreadyExistsError:
         log.warning("checksum for version %d already exists; left as is", state.version)
 

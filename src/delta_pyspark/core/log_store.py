@@ -52,14 +52,16 @@ class LogStore(ABC):
         """``length`` bytes from ``offset`` (deletion vectors share files)."""
 
     @abstractmethod
-    def write_if_absent(self, path: str, data: bytes) -> None:
+    def write_if_absent(self, path: str, data: bytes, durable: bool = True) -> None:
         """Atomically create ``path`` with ``data``; ``FileAlreadyExistsError`` if it exists.
 
         Readers never observe a partial file. This is the commit point of a transaction.
+        ``durable=False`` skips flushing to stable storage, for files that are only hints
+        and validated on read (``.crc``, ``_last_checkpoint``).
         """
 
     @abstractmethod
-    def write(self, path: str, data: bytes) -> None:
+    def write(self, path: str, data: bytes, durable: bool = True) -> None:
         """Atomically create or replace ``path`` (``_last_checkpoint``, checkpoints)."""
 
     @abstractmethod
@@ -109,7 +111,7 @@ class LocalLogStore(LogStore):
             raise EOFError(f"{path}: wanted {length} bytes at offset {offset}, got {len(data)}")
         return data
 
-    def _write_temp(self, local: str, data: bytes) -> str:
+    def _write_temp(self, local: str, data: bytes, durable: bool) -> str:
         directory = os.path.dirname(local)
         os.makedirs(directory, exist_ok=True)
         tmp = os.path.join(directory, f".{os.path.basename(local)}.{uuid.uuid4().hex}.tmp")
@@ -118,7 +120,8 @@ class LocalLogStore(LogStore):
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]
-            os.fsync(fd)
+            if durable:
+                os.fsync(fd)
         finally:
             os.close(fd)
         return tmp
@@ -131,22 +134,24 @@ class LocalLogStore(LogStore):
         finally:
             os.close(fd)
 
-    def write_if_absent(self, path: str, data: bytes) -> None:
+    def write_if_absent(self, path: str, data: bytes, durable: bool = True) -> None:
         local = to_local_path(path)
-        tmp = self._write_temp(local, data)
+        tmp = self._write_temp(local, data, durable)
         try:
             os.link(tmp, local)  # atomic, and fails with EEXIST instead of overwriting
         except FileExistsError:
             raise FileAlreadyExistsError(f"{path} already exists") from None
         finally:
             os.unlink(tmp)
-        self._fsync_dir(os.path.dirname(local))
+        if durable:
+            self._fsync_dir(os.path.dirname(local))
 
-    def write(self, path: str, data: bytes) -> None:
+    def write(self, path: str, data: bytes, durable: bool = True) -> None:
         local = to_local_path(path)
-        tmp = self._write_temp(local, data)
+        tmp = self._write_temp(local, data, durable)
         os.replace(tmp, local)
-        self._fsync_dir(os.path.dirname(local))
+        if durable:
+            self._fsync_dir(os.path.dirname(local))
 
     def delete(self, path: str) -> None:
         with contextlib.suppress(FileNotFoundError):
