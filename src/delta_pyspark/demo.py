@@ -14,7 +14,7 @@ def main() -> int:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    from delta_pyspark import configure_spark_with_delta
+    from delta_pyspark import configure_spark_with_delta, scan_report
     from delta_pyspark.exceptions import SchemaMismatchError
     from delta_pyspark.tables import DeltaTable
 
@@ -67,13 +67,33 @@ def main() -> int:
     DeltaTable.forPath(spark, path).delete("country = 'us'")
     spark.read.format("delta").load(path).orderBy("id").show()
 
-    step("6. time travel: version 0, and the table as of just after the append")
+    step("6. update and upsert (MERGE): rename alice, add fay, change eve's country")
+    table = DeltaTable.forPath(spark, path)
+    table.update("name = 'alice'", {"name": "'alicia'"})
+    changes = spark.createDataFrame(
+        [(5, "eve", "de", 30), (7, "fay", "fr", 25)],
+        "id long, name string, country string, age int",
+    )
+    (
+        table.alias("t")
+        .merge(changes.alias("c"), "t.id = c.id")
+        .whenMatchedUpdateAll()
+        .whenNotMatchedInsertAll()
+        .execute()
+        .show()
+    )
+    filtered = spark.read.format("delta").load(path).where("id = 7")
+    filtered.show()
+    report = scan_report(filtered)
+    print(f"the filter read {report.files_scanned} of {report.files_total} files (stats skipping)")
+
+    step("7. time travel: version 0, and the table as of just after the append")
     spark.read.format("delta").option("versionAsOf", 0).load(path).orderBy("id").show()
     ts = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(after_append / 1000))
     print(f"timestampAsOf {ts} (UTC):")
     spark.read.format("delta").option("timestampAsOf", ts).load(path).orderBy("id").show()
 
-    step("7. history")
+    step("8. history")
     DeltaTable.forPath(spark, path).history().select(
         "version", "operation", "operationParameters", "operationMetrics"
     ).show(truncate=60)
