@@ -67,20 +67,10 @@ def execute_delete(
         rewrite = rewrite_files(
             spark, snapshot, files, lambda df: df.where(~F.coalesce(cond, F.lit(False)))
         )
-    metrics: dict[str, Any] = {
-        "numRemovedFiles": len(rewrite.removes),
-        "numAddedFiles": len(rewrite.adds),
-        "numDeletedRows": deleted,
-        "numCopiedRows": rewrite.rows_written,
-        "numAddedChangeFiles": 0,
-        "numRemovedBytes": rewrite.bytes_removed,
-        "numAddedBytes": rewrite.bytes_added,
-        "executionTimeMs": elapsed_ms(start),
-        "scanTimeMs": scan_ms,
-        "rewriteTimeMs": elapsed_ms(start) - scan_ms,
-    }
-    if deleted is None:
-        del metrics["numDeletedRows"]  # files without stats: unknown without reading them
+    metrics: dict[str, Any] = {"numCopiedRows": rewrite.rows_written}
+    if deleted is not None:  # files without stats: unknown without reading them
+        metrics["numDeletedRows"] = deleted
+    metrics |= rewrite.metrics(start, scan_ms)
     if rewrite.removes or rewrite.adds:
         txn.remove_files(rewrite.removes)
         txn.add_files(rewrite.adds)

@@ -44,6 +44,19 @@ class Rewrite:
     def bytes_removed(self) -> int:
         return sum(int(r.get("size") or 0) for r in self.removes)
 
+    def metrics(self, start: float, scan_ms: int) -> dict[str, Any]:
+        """The file, byte and time metrics DELETE and UPDATE record (delta-spark's names)."""
+        return {
+            "numRemovedFiles": len(self.removes),
+            "numAddedFiles": len(self.adds),
+            "numAddedChangeFiles": 0,
+            "numRemovedBytes": self.bytes_removed,
+            "numAddedBytes": self.bytes_added,
+            "executionTimeMs": elapsed_ms(start),
+            "scanTimeMs": scan_ms,
+            "rewriteTimeMs": elapsed_ms(start) - scan_ms,
+        }
+
 
 def elapsed_ms(start: float) -> int:
     """Milliseconds since ``start`` (a ``time.monotonic()`` reading), for metrics."""

@@ -68,17 +68,9 @@ def execute_update(
 
     rewrite = rewrite_files(spark, snapshot, files, transform)
     metrics = {
-        "numRemovedFiles": len(rewrite.removes),
-        "numAddedFiles": len(rewrite.adds),
         "numUpdatedRows": updated,
         "numCopiedRows": rewrite.rows_written - updated,
-        "numAddedChangeFiles": 0,
-        "numRemovedBytes": rewrite.bytes_removed,
-        "numAddedBytes": rewrite.bytes_added,
-        "executionTimeMs": elapsed_ms(start),
-        "scanTimeMs": scan_ms,
-        "rewriteTimeMs": elapsed_ms(start) - scan_ms,
-    }
+    } | rewrite.metrics(start, scan_ms)
     if rewrite.removes:
         txn.remove_files(rewrite.removes)
         txn.add_files(rewrite.adds)
