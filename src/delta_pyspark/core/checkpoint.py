@@ -32,7 +32,9 @@ from delta_pyspark.core.actions import (
 from delta_pyspark.core.log_replay import (
     KEY_COLUMN,
     TableState,
+    combined,
     empty_state,
+    empty_table,
     parse_actions,
     with_keys,
 )
@@ -92,6 +94,7 @@ CHECKPOINT_REMOVE_FIELDS = [
     "baseRowId",
     "defaultRowCommitVersion",
 ]
+_BATCH_ROWS = 16384
 _NON_FILE_COLUMNS = (
     "protocol",
     "metaData",
@@ -107,8 +110,7 @@ _NON_FILE_COLUMNS = (
 
 def _conform(array: pa.Array | pa.ChunkedArray, target: pa.DataType) -> pa.Array:
     """Reshape a struct column read from any writer to ``target`` (missing fields null)."""
-    if isinstance(array, pa.ChunkedArray):
-        array = array.combine_chunks() if array.num_chunks != 1 else array.chunk(0)
+    array = combined(array)
     if array.type == target:
         return array
     if pa.types.is_struct(target) and pa.types.is_struct(array.type):
@@ -125,9 +127,17 @@ def _conform(array: pa.Array | pa.ChunkedArray, target: pa.DataType) -> pa.Array
     return array.cast(target)
 
 
-def _struct_table(column: pa.Array, schema: pa.Schema) -> pa.Table:
-    arr = _conform(column, pa.struct(list(schema)))
-    return pa.Table.from_arrays(arr.flatten(), schema=schema)
+def _struct_table(column: pa.Array | pa.ChunkedArray, schema: pa.Schema) -> pa.Table:
+    """A struct column (without null rows) as a table, chunk by chunk: no copies."""
+    target = pa.struct(list(schema))
+    chunks = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    parts = [_conform(chunk, target).flatten() for chunk in chunks if len(chunk)]
+    if not parts:
+        return empty_table(schema)
+    return pa.Table.from_arrays(
+        [pa.chunked_array([p[i] for p in parts], f.type) for i, f in enumerate(schema)],
+        schema=schema,
+    )
 
 
 def _rows(column: pa.Array | pa.ChunkedArray) -> list[dict[str, Any]]:
@@ -147,13 +157,54 @@ def _maps_to_dicts(value: Any) -> Any:
     return value
 
 
-def _read_parquet(store: LogStore, path: str) -> pa.Table:
+def _open_parquet(store: LogStore, path: str) -> pq.ParquetFile:
+    # ``ParquetFile`` rather than ``pq.read_table``: the latter goes through
+    # ``pyarrow.dataset``, whose import alone (it pulls in pandas) costs more time and
+    # memory than reading a 100,000-file checkpoint.
     try:
-        return pq.read_table(pa.BufferReader(store.read(path)))
+        return pq.ParquetFile(pa.BufferReader(store.read(path)))
     except FileNotFoundError:
         raise
     except (pa.ArrowInvalid, OSError) as e:
         raise CorruptLogError(f"cannot read checkpoint file {path}: {e}") from e
+
+
+def _read_columns(parquet: pq.ParquetFile, path: str, columns: list[str] | None) -> pa.Table:
+    """``columns`` (top-level names or dotted paths to struct fields) of an open file.
+
+    Read in batches of ``_BATCH_ROWS``: decoding a whole row group at once grows each
+    column's buffers by doubling, which for a large checkpoint's ``stats`` and ``path``
+    leaves a peak (and, with mimalloc, a resident size) of about twice the data.
+    """
+    try:
+        batches = list(parquet.iter_batches(batch_size=_BATCH_ROWS, columns=columns))
+        if not batches:
+            return parquet.read(columns=columns)
+        return pa.Table.from_batches(batches)
+    except (pa.ArrowInvalid, OSError) as e:
+        raise CorruptLogError(f"cannot read checkpoint file {path}: {e}") from e
+
+
+def _checkpoint_columns(schema: pa.Schema) -> list[str]:
+    """The columns replay needs: every action column, but of ``add``/``remove`` only the
+    fields of ``ADD_SCHEMA``/``REMOVE_SCHEMA`` (not ``stats_parsed``, which is read only
+    when some JSON stats are missing, nor ``partitionValues_parsed``)."""
+    columns = []
+    for name, wanted in (
+        *((c, None) for c in _NON_FILE_COLUMNS),
+        ("add", ADD_SCHEMA),
+        ("remove", REMOVE_SCHEMA),
+    ):
+        if schema.get_field_index(name) < 0:
+            continue
+        typ = schema.field(name).type
+        fields = (
+            [f"{name}.{f.name}" for f in wanted if typ.get_field_index(f.name) >= 0]
+            if wanted is not None and pa.types.is_struct(typ)
+            else []
+        )
+        columns += fields or [name]
+    return columns
 
 
 def _json_value(value: Any) -> Any:
@@ -175,18 +226,20 @@ def _json_value(value: Any) -> Any:
     return value
 
 
-def _stats_from_struct(column: pa.Array | pa.ChunkedArray, adds: pa.Table) -> pa.Table:
+def _stats_from_struct(parquet: pq.ParquetFile, path: str, adds: pa.Table) -> pa.Table:
     """Fill ``stats`` from ``stats_parsed`` where a checkpoint stored only the struct form.
 
     Only rows lacking JSON stats are converted (checkpoints written with
-    ``delta.checkpoint.writeStatsAsJson=false``), so the common case costs nothing.
+    ``delta.checkpoint.writeStatsAsJson=false``), and ``stats_parsed`` is read from the
+    file only then, so the common case costs nothing.
     """
-    struct_type = column.type
-    if struct_type.get_field_index("stats_parsed") < 0:
+    add_type = parquet.schema_arrow.field("add").type
+    if not pa.types.is_struct(add_type) or add_type.get_field_index("stats_parsed") < 0:
         return adds
     missing = pc.is_null(adds.column("stats"))
     if not pc.any(missing).as_py():
         return adds
+    column = _valid_rows(_read_columns(parquet, path, ["add.stats_parsed"]).column("add"))
     parsed = pc.struct_field(column, "stats_parsed")
     texts = [
         None if s is None or not m else json.dumps(_json_value(s), separators=(",", ":"))
@@ -199,24 +252,27 @@ def _stats_from_struct(column: pa.Array | pa.ChunkedArray, adds: pa.Table) -> pa
 def _valid_rows(column: pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
     """The non-null rows of an action column; a zero-copy slice when they are contiguous
     (checkpoints written here group each action type), a filtered copy otherwise."""
-    valid = pc.is_valid(column)
-    count = pc.sum(valid).as_py() or 0
+    count = len(column) - column.null_count
     if count == 0:
         return column.slice(0, 0)
-    first = pc.index(valid, True).as_py()
-    if pc.all(valid.slice(first, count)).as_py():
+    valid = pc.is_valid(column)
+    positions = pc.indices_nonzero(valid)
+    first = positions[0].as_py()
+    if positions[count - 1].as_py() == first + count - 1:
         return column.slice(first, count)
     return column.filter(valid)
 
 
-def _split_parquet(table: pa.Table, path: str) -> tuple[dict[str, list[dict]], pa.Table, pa.Table]:
+def _split_parquet(
+    parquet: pq.ParquetFile, path: str
+) -> tuple[dict[str, list[dict]], pa.Table, pa.Table]:
     """Non-file actions as dicts; adds and removes as conformed Arrow tables."""
+    table = _read_columns(parquet, path, _checkpoint_columns(parquet.schema_arrow))
     others = {c: _rows(table.column(c)) for c in _NON_FILE_COLUMNS if c in table.column_names}
-    adds, removes = ADD_SCHEMA.empty_table(), REMOVE_SCHEMA.empty_table()
+    adds, removes = empty_table(ADD_SCHEMA), empty_table(REMOVE_SCHEMA)
     if "add" in table.column_names:
-        col = _valid_rows(table.column("add"))
-        adds = _struct_table(col, ADD_SCHEMA)
-        adds = _stats_from_struct(col, adds)
+        adds = _struct_table(_valid_rows(table.column("add")), ADD_SCHEMA)
+        adds = _stats_from_struct(parquet, path, adds)
     if "remove" in table.column_names:
         removes = _struct_table(_valid_rows(table.column("remove")), REMOVE_SCHEMA)
     if adds.num_rows and pc.any(pc.is_null(adds.column("path"))).as_py():
@@ -244,7 +300,7 @@ def read_checkpoint(store: LogStore, checkpoint: Checkpoint, log_dir: str) -> Ta
             add_parts.append(file_actions_to_arrow(actions.adds, ADD_SCHEMA))
             remove_parts.append(file_actions_to_arrow(actions.removes, REMOVE_SCHEMA))
             continue
-        others, adds, removes = _split_parquet(_read_parquet(store, status.path), status.path)
+        others, adds, removes = _split_parquet(_open_parquet(store, status.path), status.path)
         protocols += others.get("protocol", [])
         metadatas += others.get("metaData", [])
         txns += others.get("txn", [])
@@ -257,12 +313,12 @@ def read_checkpoint(store: LogStore, checkpoint: Checkpoint, log_dir: str) -> Ta
         name = sidecar.path.rsplit("/", 1)[-1]
         path = sidecar.path if "/" in sidecar.path else f"{log_dir}/{SIDECAR_DIR}/{name}"
         try:
-            table = _read_parquet(store, path)
+            parquet = _open_parquet(store, path)
         except FileNotFoundError:
             raise CorruptLogError(
                 f"checkpoint {checkpoint.version} references missing sidecar {path}"
             ) from None
-        _, adds, removes = _split_parquet(table, path)
+        _, adds, removes = _split_parquet(parquet, path)
         add_parts.append(adds)
         remove_parts.append(removes)
     where = f"checkpoint at version {checkpoint.version}"
@@ -410,7 +466,7 @@ def write_checkpoint(store: LogStore, log_dir: str, state: TableState, v2: bool 
         "sizeInBytes": len(data),
         "numOfAddFiles": state.files.num_rows,
     }
-    store.write(f"{log_dir}/{LAST_CHECKPOINT}", json.dumps(hint).encode())
+    store.write(f"{log_dir}/{LAST_CHECKPOINT}", json.dumps(hint).encode(), durable=False)
     return hint
 
 
@@ -425,8 +481,10 @@ def referenced_sidecars(store: LogStore, log_dir: str) -> set[str]:
             if cp.is_json:
                 rows = parse_actions(store.read(status.path), status.path).sidecars
             else:
-                table = _read_parquet(store, status.path)
-                rows = _rows(table.column("sidecar")) if "sidecar" in table.column_names else []
+                parquet = _open_parquet(store, status.path)
+                has_sidecars = parquet.schema_arrow.get_field_index("sidecar") >= 0
+                table = _read_columns(parquet, status.path, ["sidecar"]) if has_sidecars else None
+                rows = _rows(table.column("sidecar")) if table is not None else []
             names |= {str(r["path"]).rsplit("/", 1)[-1] for r in rows}
     return names
 

@@ -12,8 +12,10 @@ from delta_pyspark.core.actions import commit_timestamp
 from delta_pyspark.core.checkpoint import load_state
 from delta_pyspark.core.log_replay import (
     CommitActions,
+    CommitBatch,
     TableState,
     parse_actions,
+    parse_commits,
     parse_compaction,
 )
 from delta_pyspark.core.log_segment import (
@@ -75,8 +77,7 @@ class DeltaLog:
         expected = list(range(snapshot.version + 1, snapshot.version + 1 + len(newer)))
         if [v for v, _ in newer] != expected:
             return self.snapshot()
-        commits = [self._read_commit(s.path) for _, s in newer]
-        state = snapshot.state.apply(newer[-1][0], commits)
+        state = snapshot.state.apply(newer[-1][0], self._read_commits([s.path for _, s in newer]))
         segment = LogSegment(
             self.log_dir,
             state.version,
@@ -102,21 +103,32 @@ class DeltaLog:
         return self._finish(state, segment)
 
     def _read_commit(self, path: str) -> CommitActions:
+        return parse_actions(self._read_bytes(path), path)
+
+    def _read_bytes(self, path: str) -> bytes:
         try:
-            return parse_actions(self.store.read(path), path)
+            return self.store.read(path)
         except FileNotFoundError:
             raise CorruptLogError(f"commit file {path} disappeared while reading the log") from None
+
+    def _read_commits(self, paths: list[str]) -> CommitBatch | list[CommitActions]:
+        """Consecutive commit files, parsed together (see ``parse_commits``)."""
+        return parse_commits(lambda: ((self._read_bytes(p), p) for p in paths))
 
     def _read_compaction(self, path: str) -> CommitActions:
         return parse_compaction(self.store.read(path), path)
 
     def _replay(self, state: TableState, segment: LogSegment) -> TableState:
-        commits = [
-            self._read_commit(f.path) if first == last else self._read_compaction(f.path)
-            for first, last, f in segment.deltas
-        ]
-        if not commits:
+        if not segment.deltas:
             return state
+        commits: CommitBatch | list[CommitActions]
+        if all(first == last for first, last, _ in segment.deltas):
+            commits = self._read_commits([f.path for _, _, f in segment.deltas])
+        else:
+            commits = [
+                self._read_commit(f.path) if first == last else self._read_compaction(f.path)
+                for first, last, f in segment.deltas
+            ]
         state = state.apply(segment.version, commits)
         if segment.deltas[-1][0] != segment.deltas[-1][1]:
             # The last delta was a compaction: commitInfo lives only in the commit file.
