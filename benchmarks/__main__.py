@@ -6,8 +6,10 @@ import importlib
 import sys
 
 BENCHMARKS = {
+    "merge": "benchmarks.merge",
     "snapshot_load": "benchmarks.snapshot_load",
     "spark_scan_write": "benchmarks.spark_scan_write",
+    "commit_throughput": "benchmarks.commit_throughput",
 }
 
 

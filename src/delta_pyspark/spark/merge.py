@@ -305,12 +305,16 @@ class MergeCommand:
         expr = parse_predicate(condition_sql(self.condition) or "true")
         target_names = {f.name.lower() for f in snapshot.schema.fields}
         source_names = {c.lower() for c in src.columns}
+        source_aliases = _qualifiers(src)
         alias = self.alias.lower() if self.alias else None
 
         def side(path: tuple[str, ...]) -> str | None:
+            # Spark resolves ``x.y`` as column y of relation x before field y of column x.
             head = path[0].lower()
             if alias and len(path) > 1 and head == alias:
                 return "target"
+            if len(path) > 1 and head in source_aliases:
+                return "source"
             if head in target_names and head not in source_names:
                 return "target"
             if head in source_names and head not in target_names:
@@ -329,7 +333,7 @@ class MergeCommand:
                 target_only.append(map_columns(conj, strip))
             elif (
                 isinstance(conj, Comparison)
-                and conj.op in ("=", "<=>")
+                and conj.op == "="  # not <=>: null keys match there, and min/max skip them
                 and isinstance(conj.left, Column)
                 and isinstance(conj.right, Column)
             ):
@@ -642,6 +646,19 @@ class MergeCommand:
             "scanTimeMs": scan_ms,
             "rewriteTimeMs": elapsed_ms(start) - scan_ms,
         }
+
+
+def _qualifiers(df: DataFrame) -> set[str]:
+    """The relation names (aliases) ``df``'s columns can be qualified with, lower-cased."""
+    try:
+        output = df._jdf.queryExecution().analyzed().output()
+        names = set()
+        for i in range(output.size()):
+            qualifier = output.apply(i).qualifier()
+            names.update(qualifier.apply(j).lower() for j in range(qualifier.size()))
+        return names
+    except Exception:  # not a classic (py4j) DataFrame: fall back to names alone
+        return set()
 
 
 def _has_row_ids(df: DataFrame | None) -> bool:
