@@ -60,7 +60,10 @@ _INT_RANGES = {
 
 # The accepted grammar, written once for Python's ``re`` and Arrow's RE2 alike.
 _INT_PATTERN = r"^[+-]?[0-9]+$"
-_FLOAT_PATTERN = r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$|^[+-]?(NaN|Infinity)$"
+# Specials in any case, as Spark's cast reads them: Java writes NaN/Infinity, delta-rs inf.
+_FLOAT_PATTERN = (
+    r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$|^[+-]?(?i:nan|inf|infinity)$"
+)
 _DECIMAL_PATTERN = r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$"
 _BOOL_PATTERN = r"(?i)^(true|false)$"
 _DATE_PATTERN = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$"

@@ -12,6 +12,9 @@ Spark's optimizer also prunes. Files with deletion vectors are read with
 
 from __future__ import annotations
 
+import datetime as dt
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -24,7 +27,14 @@ from delta_pyspark.core.data_skipping import may_match
 from delta_pyspark.core.deletion_vectors import DeletionVectorDescriptor, deleted_row_indexes
 from delta_pyspark.core.expressions import Expr
 from delta_pyspark.core.partition_values import hive_partition_path, parse_partition_value
-from delta_pyspark.core.schema import StructField, StructType, to_arrow_schema
+from delta_pyspark.core.schema import (
+    BINARY,
+    DOUBLE,
+    FLOAT,
+    StructField,
+    StructType,
+    to_arrow_schema,
+)
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.exceptions import DeltaError
 from delta_pyspark.spark.paths import data_file_path, spark_file_uri
@@ -54,8 +64,11 @@ class ScanReport:
         return self.files_total - self.files_scanned
 
 
-def prune_files(snapshot: Snapshot, predicate: Expr | None) -> pa.Table:
-    """The snapshot's files that may hold a row matching ``predicate`` (all if None)."""
+def prune_files(snapshot: Snapshot, predicate: Expr | None, time_zone: str = "UTC") -> pa.Table:
+    """The snapshot's files that may hold a row matching ``predicate`` (all if None).
+
+    ``time_zone``: the Spark session's, which timestamp literals without one are in.
+    """
     files = snapshot.files
     if predicate is None or files.num_rows == 0:
         return files
@@ -63,9 +76,17 @@ def prune_files(snapshot: Snapshot, predicate: Expr | None) -> pa.Table:
     physical = to_physical_schema(snapshot.schema, mode)
     parts = [physical_name(snapshot.schema.field(c), mode) for c in snapshot.partition_columns]
     mask = may_match(
-        _to_physical_expr(predicate, snapshot, mode), files, to_arrow_schema(physical), parts
+        _to_physical_expr(predicate, snapshot, mode),
+        files,
+        to_arrow_schema(physical),
+        parts,
+        time_zone=time_zone,
     )
     return files.filter(mask)
+
+
+def session_time_zone(spark: SparkSession) -> str:
+    return str(spark.conf.get("spark.sql.session.timeZone", "UTC"))
 
 
 def _to_physical_expr(expr: Expr, snapshot: Snapshot, mode: str) -> Expr:
@@ -78,8 +99,13 @@ def _to_physical_expr(expr: Expr, snapshot: Snapshot, mode: str) -> Expr:
     return rename_columns(expr, mapping)
 
 
-def _hive_layout(files: pa.Table, parts: list[str]) -> bool:
-    """Whether every file lives under the Hive directory spelling its partition values."""
+# Float spellings Spark's partition discovery parses (Java's); delta-rs writes "inf".
+_JAVA_FLOAT = re.compile(r"^[+-]?(NaN|Infinity|([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?)$")
+
+
+def _hive_layout(files: pa.Table, parts: list[str], floats: Sequence[str] = ()) -> bool:
+    """Whether every file lives under the Hive directory spelling its partition values
+    (and Spark can parse the values of the float/double partition columns ``floats``)."""
     if not parts:
         return True
     from urllib.parse import unquote
@@ -88,6 +114,8 @@ def _hive_layout(files: pa.Table, parts: list[str]) -> bool:
         files.column("path").to_pylist(), files.column("partitionValues").to_pylist(), strict=True
     ):
         values = dict(pv or [])
+        if any(values.get(c) and not _JAVA_FLOAT.match(values[c]) for c in floats):
+            return False
         prefix = hive_partition_path({c: values.get(c) for c in parts}, parts)
         if not unquote(path).startswith(prefix):
             return False
@@ -101,7 +129,7 @@ def read_snapshot(
 
     ``predicate`` (optional) only skips whole files; callers still filter rows.
     """
-    files = prune_files(snapshot, predicate)
+    files = prune_files(snapshot, predicate, session_time_zone(spark))
     report = ScanReport(snapshot.version, snapshot.num_files, files.num_rows)
     return read_files(spark, snapshot, files), report
 
@@ -135,7 +163,10 @@ def read_files(
     plain, with_dv = files.filter(pc.invert(has_dv)), files.filter(has_dv)
     root = snapshot.table_root
     frames = []
-    hive = mode == "none" and _hive_layout(files, part_physical)
+    # Spark's partition discovery leaves binary values escaped ("%01"): literal branches
+    binary_part = any(physical.field(p).type == BINARY for p in part_physical)
+    floats = [p for p in part_physical if physical.field(p).type in (FLOAT, DOUBLE)]
+    hive = mode == "none" and not binary_part and _hive_layout(files, part_physical, floats)
     for subset, dv in ((plain, False), (with_dv, True)):
         if subset.num_rows == 0:
             continue
@@ -234,6 +265,10 @@ def _literal_branches(
         for p, raw in zip(parts, key, strict=True):
             field: StructField = physical.field(p)
             value = parse_partition_value(raw, field.type)
+            if isinstance(value, dt.date):
+                # PySpark passes date/datetime literals as java.sql.Date/Timestamp (hybrid
+                # Julian calendar; years < 1000 fail): the ISO string casts exactly
+                value = value.isoformat()
             df = df.withColumn(p, F.lit(value).cast(to_spark_type(field.type)))
         frames.append(df)
     return frames

@@ -21,7 +21,7 @@ import pyarrow.parquet as pq
 
 from delta_pyspark.core.column_mapping import column_mapping_mode, physical_name
 from delta_pyspark.core.partition_values import parse_hive_partition_path
-from delta_pyspark.core.schema import StructType, to_arrow_schema
+from delta_pyspark.core.schema import BINARY, StructType, to_arrow_schema
 from delta_pyspark.core.stats import collect_parquet_stats
 from delta_pyspark.exceptions import InvariantViolationError
 from delta_pyspark.spark.paths import to_log_path
@@ -78,6 +78,21 @@ def raise_if_violation(error: BaseException) -> None:
         raise InvariantViolationError(detail.split(". SQLSTATE")[0].rstrip(" .")) from None
 
 
+def _empty_binary_partitions_to_null(
+    df: DataFrame, schema: StructType, partition_columns: list[str], mode: str
+) -> DataFrame:
+    """Empty binary partition values become null, as Spark does for strings: Delta spells
+    both as null, and Spark's writer fails when both reach one task (same directory)."""
+    from pyspark.sql import functions as F
+
+    for c in partition_columns:
+        if schema.field(c).type == BINARY:
+            name = physical_name(schema.field(c), mode)
+            col = F.col(f"`{name}`")
+            df = df.withColumn(name, F.when(F.length(col) > 0, col))
+    return df
+
+
 def write_files(
     df: DataFrame,
     table_root: str,
@@ -98,6 +113,7 @@ def write_files(
             *[df[f"`{f.name}`"].alias(physical_name(f, mode)) for f in schema.fields]
         )
     part_physical = [physical_name(schema.field(c), mode) for c in partition_columns]
+    renamed = _empty_binary_partitions_to_null(renamed, schema, partition_columns, mode)
     staging = f"{table_root.rstrip('/')}/{STAGING_DIR}/{uuid.uuid4()}"
     writer = renamed.write.mode("errorifexists")
     if part_physical:
