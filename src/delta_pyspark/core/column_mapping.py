@@ -13,7 +13,16 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 
-from delta_pyspark.core.schema import ArrayType, DataType, MapType, StructField, StructType
+from delta_pyspark.core.actions import Metadata
+from delta_pyspark.core.schema import (
+    ArrayType,
+    DataType,
+    MapType,
+    StructField,
+    StructType,
+    parse_schema_string,
+    schema_to_string,
+)
 from delta_pyspark.exceptions import CorruptLogError, UnsupportedTableFeatureError
 
 __all__ = [
@@ -173,3 +182,22 @@ def assign_column_mapping(schema: StructType, start_id: int = 0) -> tuple[Struct
     result = assign_type(schema)
     assert isinstance(result, StructType)
     return result, next_id
+
+
+def with_column_mapping(metadata: Metadata) -> Metadata:
+    """``metadata`` with ids and physical names for every field, when column mapping is on.
+
+    New tables and columns added later (schema evolution) get them here, and
+    ``delta.columnMapping.maxColumnId`` follows; other metadata is returned unchanged.
+    """
+    if column_mapping_mode(metadata.configuration) == "none":
+        return metadata
+    schema = parse_schema_string(metadata.schema_string)
+    start = int(metadata.configuration.get(MAX_COLUMN_ID_KEY, "0"))
+    assigned, max_id = assign_column_mapping(schema, start)
+    if assigned == schema and metadata.configuration.get(MAX_COLUMN_ID_KEY) == str(max_id):
+        return metadata
+    return metadata.with_changes(
+        schema_string=schema_to_string(assigned),
+        configuration=dict(metadata.configuration) | {MAX_COLUMN_ID_KEY: str(max_id)},
+    )

@@ -24,6 +24,7 @@ from delta_pyspark.core.column_mapping import (
     column_mapping_mode,
     physical_name,
     to_physical_schema,
+    with_column_mapping,
 )
 from delta_pyspark.core.commit import commit_info, encode_commit, post_commit, write_commit
 from delta_pyspark.core.conflict_checker import (
@@ -119,7 +120,8 @@ class Transaction:
     # ------------------------------------------------------------ what it writes
 
     def update_metadata(self, metadata: Metadata) -> None:
-        self._metadata = metadata
+        """Set the table's metadata (column mapping ids and names are filled in)."""
+        self._metadata = with_column_mapping(metadata)
 
     def update_protocol(self, protocol: Protocol) -> None:
         self._protocol = protocol

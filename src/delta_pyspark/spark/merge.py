@@ -41,7 +41,12 @@ from delta_pyspark.core.expressions import (
     map_columns,
     parse_predicate,
 )
-from delta_pyspark.core.schema import StructField, StructType, schema_to_string
+from delta_pyspark.core.schema import (
+    StructField,
+    StructType,
+    parse_schema_string,
+    schema_to_string,
+)
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.transaction import Transaction
 from delta_pyspark.exceptions import DeltaAnalysisException, DeltaUnsupportedOperationException
@@ -264,6 +269,7 @@ class MergeCommand:
                 txn.update_metadata(
                     snapshot.metadata.with_changes(schema_string=schema_to_string(schema))
                 )
+                schema = parse_schema_string(txn.metadata.schema_string)  # mapped names
             metrics = self._execute(txn, snapshot, schema, src, candidates, start)
             metrics["numSourceRows"] = num_source
         finally:

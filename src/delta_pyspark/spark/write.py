@@ -109,8 +109,16 @@ def write_files(
     mode = column_mapping_mode(configuration)
     renamed = df
     if mode != "none":
+        from delta_pyspark.core.column_mapping import to_physical_schema
+        from delta_pyspark.spark.types import to_spark_type
+
+        # Nested fields are renamed too: a cast between structs matches fields by position.
+        physical = to_physical_schema(schema, mode)
         renamed = df.select(
-            *[df[f"`{f.name}`"].alias(physical_name(f, mode)) for f in schema.fields]
+            *[
+                df[f"`{f.name}`"].cast(to_spark_type(pf.type)).alias(pf.name)
+                for f, pf in zip(schema.fields, physical.fields, strict=True)
+            ]
         )
     part_physical = [physical_name(schema.field(c), mode) for c in partition_columns]
     renamed = _empty_binary_partitions_to_null(renamed, schema, partition_columns, mode)

@@ -153,6 +153,8 @@ def write_delta(
     schema = StructType.from_json(json.loads(metadata.schema_string))
     if snapshot is None or metadata != snapshot.metadata:
         txn.update_metadata(metadata)
+        metadata = txn.metadata  # with column mapping ids and physical names
+        schema = StructType.from_json(json.loads(metadata.schema_string))
         protocol = protocol_for(
             schema, dict(metadata.configuration), snapshot.protocol if snapshot else None
         )
