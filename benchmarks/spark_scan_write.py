@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -33,24 +32,14 @@ def _best(fn: Callable[[], object], runs: int = 3) -> float:
 
 
 def main() -> None:
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    from pyspark.sql import SparkSession
     from pyspark.sql import functions as F
 
-    from delta_pyspark import configure_spark_with_delta
+    from benchmarks.spark_session import bench_session
     from delta_pyspark.core.delta_log import DeltaLog
     from delta_pyspark.core.expressions import parse_predicate
     from delta_pyspark.spark.scan import read_snapshot
 
-    builder = (
-        SparkSession.builder.master("local[2]")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.driver.memory", "4g")
-        .config("spark.sql.session.timeZone", "UTC")
-    )
-    spark = configure_spark_with_delta(builder).getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    spark = bench_session()
     work = tempfile.mkdtemp(prefix="delta-bench-")
     try:
         source = (
