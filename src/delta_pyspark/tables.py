@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
 
@@ -32,6 +32,9 @@ from delta_pyspark.spark.delete import execute_delete
 from delta_pyspark.spark.merge import DeltaMergeBuilder
 from delta_pyspark.spark.types import from_spark_schema
 from delta_pyspark.spark.update import execute_update
+
+if TYPE_CHECKING:
+    from delta_pyspark.spark.optimize import DeltaOptimizeBuilder
 
 
 class DeltaTable:
@@ -238,6 +241,131 @@ class DeltaTable:
     def merge(self, source: DataFrame, condition: str | Column) -> DeltaMergeBuilder:
         """Start a MERGE of ``source`` into this table on ``condition``."""
         return DeltaMergeBuilder(self._spark, self._log, self._alias, source, condition)
+
+    # ------------------------------------------------------------ maintenance
+
+    def optimize(self) -> DeltaOptimizeBuilder:
+        """Start an OPTIMIZE (bin-packing compaction or Z-ordering) of this table."""
+        from delta_pyspark.spark.optimize import DeltaOptimizeBuilder
+
+        return DeltaOptimizeBuilder(self._spark, self._log)
+
+    def reorgPurge(self, condition: str | None = None) -> DataFrame:
+        """REORG TABLE ... [WHERE partition predicate] APPLY (PURGE): rewrite the files
+        that carry deletion vectors so soft-deleted rows are physically gone."""
+        from delta_pyspark.spark.optimize import execute_purge
+
+        return execute_purge(self._spark, self._log, condition)
+
+    def vacuum(self, retentionHours: float | None = None, dryRun: bool = False) -> DataFrame:
+        """Delete files no version within the retention period references."""
+        from delta_pyspark.spark.vacuum import execute_vacuum
+
+        return execute_vacuum(self._spark, self._log, retentionHours, dry_run=dryRun)
+
+    def restoreToVersion(self, version: int) -> DataFrame:
+        from delta_pyspark.spark.restore import execute_restore
+
+        return execute_restore(self._spark, self._log, version=version)
+
+    def restoreToTimestamp(self, timestamp: str) -> DataFrame:
+        from delta_pyspark.spark.restore import execute_restore
+
+        return execute_restore(self._spark, self._log, timestamp=timestamp)
+
+    def clone(
+        self,
+        target: str,
+        isShallow: bool,
+        replace: bool = False,
+        properties: Mapping[str, str] | None = None,
+    ) -> DeltaTable:
+        return self._clone(target, isShallow, replace, properties)
+
+    def cloneAtVersion(
+        self,
+        version: int,
+        target: str,
+        isShallow: bool,
+        replace: bool = False,
+        properties: Mapping[str, str] | None = None,
+    ) -> DeltaTable:
+        return self._clone(target, isShallow, replace, properties, version=version)
+
+    def cloneAtTimestamp(
+        self,
+        timestamp: str,
+        target: str,
+        isShallow: bool,
+        replace: bool = False,
+        properties: Mapping[str, str] | None = None,
+    ) -> DeltaTable:
+        return self._clone(target, isShallow, replace, properties, timestamp=timestamp)
+
+    def _clone(
+        self,
+        target: str,
+        shallow: bool,
+        replace: bool,
+        properties: Mapping[str, str] | None,
+        version: int | None = None,
+        timestamp: str | None = None,
+    ) -> DeltaTable:
+        from delta_pyspark.spark.clone import execute_clone
+
+        path = execute_clone(
+            self._spark,
+            self._log,
+            target,
+            shallow=shallow,
+            replace=replace,
+            properties=dict(properties or {}),
+            version=version,
+            timestamp=timestamp,
+        )
+        return DeltaTable(self._spark, path)
+
+    @classmethod
+    def convertToDelta(
+        cls,
+        sparkSession: SparkSession,
+        identifier: str,
+        partitionSchema: str | Any | None = None,
+    ) -> DeltaTable:
+        """Turn a Parquet directory (``parquet.`path```) into a Delta table in place."""
+        from delta_pyspark.spark.convert import convert_to_delta
+
+        return cls(sparkSession, convert_to_delta(sparkSession, identifier, partitionSchema))
+
+    def generate(self, mode: str) -> None:
+        """Generate ``symlink_format_manifest`` files for engines that read manifests."""
+        from delta_pyspark.core.manifest import generate_manifest
+
+        generate_manifest(self._log, mode)
+
+    # ------------------------------------------------------------ constraints, properties
+
+    def addConstraint(self, name: str, expression: str) -> None:
+        """ALTER TABLE ADD CONSTRAINT: fails if an existing row violates ``expression``."""
+        from delta_pyspark.spark.constraints import add_constraint
+
+        add_constraint(self._spark, self._log, name, expression)
+
+    def dropConstraint(self, name: str, ifExists: bool = True) -> None:
+        from delta_pyspark.spark.constraints import drop_constraint
+
+        drop_constraint(self._log, name, if_exists=ifExists)
+
+    def setProperties(self, properties: Mapping[str, str]) -> None:
+        """ALTER TABLE SET TBLPROPERTIES: one metadata (and, if needed, protocol) commit."""
+        from delta_pyspark.core.alter_table import set_properties
+
+        set_properties(self._log, {k: str(v) for k, v in properties.items()})
+
+    def unsetProperties(self, keys: list[str], ifExists: bool = False) -> None:
+        from delta_pyspark.core.alter_table import unset_properties
+
+        unset_properties(self._log, list(keys), if_exists=ifExists)
 
     def _affected(self, rows: int | None) -> DataFrame:
         return self._spark.createDataFrame([(rows,)], "num_affected_rows long")
