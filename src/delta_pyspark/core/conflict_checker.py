@@ -5,6 +5,12 @@ it raises) with one deliberate improvement: a concurrently added file conflicts
 with this transaction's reads only if its partition values *and* min/max/null
 statistics say it may hold a row matching a predicate the transaction read; the
 reference stops at partition granularity. Files without stats stay conservative.
+
+Row-level concurrency: a winning DELETE/UPDATE/MERGE that re-added a file with a
+new deletion vector only deleted rows of it. That is not a file deletion: it
+conflicts only physically, when this transaction deletes rows of the same file
+too; :func:`check_commit` then returns the file as a :class:`Rebase` for the
+transaction to combine the two vectors (or fail if they share a row).
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ import pyarrow.compute as pc
 from delta_pyspark.core.actions import ADD_SCHEMA, REMOVE_SCHEMA, file_actions_to_arrow
 from delta_pyspark.core.data_skipping import may_match
 from delta_pyspark.core.expressions import Expr, to_sql
-from delta_pyspark.core.log_replay import CommitActions, file_keys
+from delta_pyspark.core.log_replay import CommitActions, action_key, canonical_path, file_keys
 from delta_pyspark.exceptions import (
     ConcurrentAppendException,
     ConcurrentDeleteDeleteException,
@@ -76,9 +82,36 @@ class ConflictContext:
     domains_written: set[str]
     arrow_schema: pa.Schema
     partition_columns: list[str]
+    # Keys of removed files whose change is a deletion vector update (rebasable).
+    row_delete_keys: set[str] = field(default_factory=set)
 
 
-def _winner_label(version: int, info: dict[str, Any] | None) -> str:
+@dataclass(frozen=True)
+class Rebase:
+    """A file both this transaction and a winner deleted rows from (by deletion vectors)."""
+
+    key: str  # this transaction's remove key (the file as it read it)
+    winner_add: dict[str, Any]  # the file as the winner left it
+
+
+# Operations whose re-add of a file with a new deletion vector only deletes rows.
+_ROW_DELETING_OPERATIONS = frozenset({"DELETE", "UPDATE", "MERGE"})
+
+
+def _row_deletions(winner: CommitActions) -> dict[str, dict[str, Any]]:
+    """Canonical path -> re-add, for files whose rows the winner deleted by vector."""
+    op = str((winner.commit_info or {}).get("operation", "")).upper()
+    if op not in _ROW_DELETING_OPERATIONS or not winner.removes:
+        return {}
+    removed = {canonical_path(r["path"]) for r in winner.removes}
+    return {
+        canonical_path(a["path"]): a
+        for a in winner.adds
+        if a.get("deletionVector") and canonical_path(a["path"]) in removed
+    }
+
+
+def winner_label(version: int, info: dict[str, Any] | None) -> str:
     info = info or {}
     op = info.get("operation", "unknown operation")
     ts = info.get("inCommitTimestamp", info.get("timestamp"))
@@ -99,9 +132,12 @@ def _describe_file(add: dict[str, Any]) -> str:
     return f"file {add['path']}"
 
 
-def check_commit(ctx: ConflictContext, version: int, winner: CommitActions) -> None:
-    """Raise the typed conflict if ``winner`` (committed at ``version``) invalidates ``ctx``."""
-    label = _winner_label(version, winner.commit_info)
+def check_commit(ctx: ConflictContext, version: int, winner: CommitActions) -> list[Rebase]:
+    """Raise the typed conflict if ``winner`` (committed at ``version``) invalidates ``ctx``.
+
+    Returns the files whose deletion vectors both changed, to be combined row by row.
+    """
+    label = winner_label(version, winner.commit_info)
     if winner.protocol is not None:
         if ctx.read_version < 0:
             raise ProtocolChangedException(
@@ -116,20 +152,30 @@ def check_commit(ctx: ConflictContext, version: int, winner: CommitActions) -> N
             f"the table metadata (schema, partitioning or properties) was changed by concurrent "
             f"commit {label}; re-read the table and retry"
         )
-    _check_added_files(ctx, version, winner, label)
-    _check_deleted_files(ctx, winner, label)
+    row_deletions = _row_deletions(winner)
+    _check_added_files(ctx, version, winner, label, row_deletions)
+    rebases = _check_deleted_files(ctx, winner, label, row_deletions)
     _check_app_ids(ctx, winner, label)
+    return rebases
 
 
 def _check_added_files(
-    ctx: ConflictContext, version: int, winner: CommitActions, label: str
+    ctx: ConflictContext,
+    version: int,
+    winner: CommitActions,
+    label: str,
+    row_deletions: dict[str, dict[str, Any]],
 ) -> None:
     if ctx.isolation is IsolationLevel.SNAPSHOT_ISOLATION or ctx.reads.is_blind:
         return
     winner_blind = bool((winner.commit_info or {}).get("isBlindAppend", False))
     if ctx.isolation is IsolationLevel.WRITE_SERIALIZABLE and winner_blind:
         return  # WriteSerializable: blind appends may be ordered after this transaction
-    added = [a for a in winner.adds if a.get("dataChange", True)]
+    added = [
+        a
+        for a in winner.adds
+        if a.get("dataChange", True) and canonical_path(a["path"]) not in row_deletions
+    ]
     if not added:
         return
     if ctx.reads.whole_table:
@@ -163,25 +209,43 @@ def _check_added_files(
         )
 
 
-def _check_deleted_files(ctx: ConflictContext, winner: CommitActions, label: str) -> None:
+def _check_deleted_files(
+    ctx: ConflictContext,
+    winner: CommitActions,
+    label: str,
+    row_deletions: dict[str, dict[str, Any]],
+) -> list[Rebase]:
     if not winner.removes:
-        return
+        return []
     removed = file_actions_to_arrow(winner.removes, REMOVE_SCHEMA)
-    keys = file_keys(removed).to_pylist()
-    read_hit = next((k for k in keys if k in ctx.reads.file_keys), None)
-    if read_hit is not None or (ctx.reads.whole_table and keys):
-        path = (read_hit or keys[0]).split("\x00", 1)[0]
-        raise ConcurrentDeleteReadException(
-            f"file {path}, which this transaction read, was removed by concurrent commit {label}. "
-            "Re-run the operation; to avoid this, make concurrent operations touch disjoint "
-            "partitions or files."
-        )
-    both = next((k for k in keys if k in ctx.removed_keys), None)
-    if both is not None:
-        raise ConcurrentDeleteDeleteException(
-            f"file {both.split(chr(0), 1)[0]}, which this transaction removes, was already removed "
-            f"by concurrent commit {label}. Re-run the operation against the new version."
-        )
+    rebases = []
+    for key in file_keys(removed).to_pylist():
+        path = key.split("\x00", 1)[0]
+        readded = row_deletions.get(path)
+        if readded is not None:  # only rows of this file were deleted
+            if key in ctx.removed_keys:
+                if key not in ctx.row_delete_keys:
+                    _raise_delete_delete(path, label)
+                rebases.append(Rebase(key, readded))
+            elif key in ctx.reads.file_keys:
+                ctx.reads.file_keys.add(action_key(readded))
+            continue
+        if key in ctx.reads.file_keys or ctx.reads.whole_table:
+            raise ConcurrentDeleteReadException(
+                f"file {path}, which this transaction read, was removed by concurrent commit "
+                f"{label}. Re-run the operation; to avoid this, make concurrent operations touch "
+                "disjoint partitions or files."
+            )
+        if key in ctx.removed_keys:
+            _raise_delete_delete(path, label)
+    return rebases
+
+
+def _raise_delete_delete(path: str, label: str) -> None:
+    raise ConcurrentDeleteDeleteException(
+        f"file {path}, which this transaction removes, was already removed by concurrent "
+        f"commit {label}. Re-run the operation against the new version."
+    )
 
 
 def _check_app_ids(ctx: ConflictContext, winner: CommitActions, label: str) -> None:

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from delta_pyspark.core import table_properties as props
@@ -31,12 +32,16 @@ from delta_pyspark.core.conflict_checker import (
     ConflictContext,
     IsolationLevel,
     ReadSet,
+    Rebase,
     check_commit,
+    winner_label,
 )
+from delta_pyspark.core.deletion_vectors import DeletionVectorWriter
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.expressions import Expr
 from delta_pyspark.core.log_replay import CommitActions, action_key, parse_actions
 from delta_pyspark.core.log_segment import commit_name, list_commits
+from delta_pyspark.core.row_deletion import FileRowDeletes, mark_rows_deleted, rebase
 from delta_pyspark.core.schema import parse_schema_string, to_arrow_schema
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.table_features import check_writable
@@ -69,6 +74,8 @@ class Transaction:
         self._protocol: Protocol | None = None
         self._adds: list[dict[str, Any]] = []
         self._removes: list[dict[str, Any]] = []
+        self._row_deletes: dict[str, FileRowDeletes] = {}
+        self._dv_writers: list[DeletionVectorWriter] = []
         self._cdcs: list[dict[str, Any]] = []
         self._txns: list[SetTransaction] = []
         self._domains: list[DomainMetadata] = []
@@ -132,6 +139,23 @@ class Transaction:
     def remove_files(self, removes: Iterable[Mapping[str, Any]]) -> None:
         self._removes.extend(dict(r) for r in removes)
 
+    def delete_rows(self, files: pa.Table, rows: Sequence[np.ndarray]) -> list[FileRowDeletes]:
+        """Delete ``rows[i]`` (physical row indexes) of file ``i`` with deletion vectors.
+
+        The files are re-added with combined vectors (or removed when no row is left);
+        the vectors are written to one new file just before the commit.
+        """
+        writer = self._dv_writer()
+        deletes = mark_rows_deleted(files, rows, self.log.table_root, self.log.store, writer)
+        for d in deletes:
+            self._row_deletes[d.key] = d
+        return deletes
+
+    def _dv_writer(self) -> DeletionVectorWriter:
+        writer = DeletionVectorWriter(self.log.table_root, self.log.store)
+        self._dv_writers.append(writer)
+        return writer
+
     def add_cdc_files(self, cdcs: Iterable[Mapping[str, Any]]) -> None:
         self._cdcs.extend(dict(c) for c in cdcs)
 
@@ -142,19 +166,28 @@ class Transaction:
         self._domains.append(domain)
 
     @property
+    def _all_removes(self) -> list[dict[str, Any]]:
+        return self._removes + [d.remove for d in self._row_deletes.values()]
+
+    @property
+    def _all_adds(self) -> list[dict[str, Any]]:
+        return self._adds + [d.add for d in self._row_deletes.values() if d.add is not None]
+
+    @property
     def is_blind_append(self) -> bool:
         return (
             self.reads.is_blind
-            and not self._removes
+            and not self._all_removes
             and all(a.get("dataChange", True) for a in self._adds)
         )
 
     def isolation_level(self) -> IsolationLevel:
         """SnapshotIsolation for commits that change no data, else the table's level."""
-        changes_data = any(a.get("dataChange", True) for a in self._adds) or any(
-            r.get("dataChange", True) for r in self._removes
+        adds, removes = self._all_adds, self._all_removes
+        changes_data = any(a.get("dataChange", True) for a in adds) or any(
+            r.get("dataChange", True) for r in removes
         )
-        if not changes_data and (self._adds or self._removes):
+        if not changes_data and (adds or removes):
             return IsolationLevel.SNAPSHOT_ISOLATION
         level = self.metadata.configuration.get(props.ISOLATION_LEVEL, "WriteSerializable")
         return IsolationLevel.parse(level)
@@ -167,7 +200,7 @@ class Transaction:
         if self.snapshot is None and self._metadata is None:
             raise DeltaAnalysisException("creating a table requires its metadata")
         if props.append_only(md.configuration) and any(
-            r.get("dataChange", True) for r in self._removes
+            r.get("dataChange", True) for r in self._all_removes
         ):
             raise DeltaAnalysisException(
                 f"table {self.log.table_root} is append-only (delta.appendOnly=true): "
@@ -195,8 +228,8 @@ class Transaction:
             actions.append(("metaData", self._metadata.to_dict()))
         actions += [("txn", t.to_dict()) for t in self._txns]
         actions += [("domainMetadata", d.to_dict()) for d in self._domains]
-        actions += [("remove", r) for r in self._removes]
-        actions += [("add", a) for a in self._adds]
+        actions += [("remove", r) for r in self._all_removes]
+        actions += [("add", a) for a in self._all_adds]
         actions += [("cdc", c) for c in self._cdcs]
         return actions
 
@@ -207,7 +240,8 @@ class Transaction:
             read_version=self.read_version,
             isolation=isolation,
             reads=self.reads,
-            removed_keys={action_key(r) for r in self._removes},
+            removed_keys={action_key(r) for r in self._all_removes},
+            row_delete_keys=set(self._row_deletes),
             app_ids_written={t.app_id for t in self._txns},
             domains_written={d.domain for d in self._domains},
             arrow_schema=to_arrow_schema(physical),
@@ -230,6 +264,7 @@ class Transaction:
         version = self.read_version + 1
         winners: list[CommitActions] = []
         ctx: ConflictContext | None = None
+        self._close_dv_writers()
         while True:
             self.attempts += 1
             ict = None
@@ -264,14 +299,38 @@ class Transaction:
                 ctx = ctx or self._conflict_context(isolation)
                 for v, status in list_commits(store, self.log.table_root, version):
                     winner = parse_actions(store.read(status.path), status.path)
-                    check_commit(ctx, v, winner)
+                    self._rebase(ctx, check_commit(ctx, v, winner), winner, v)
                     winners.append(winner)
                     version = v + 1
+                self._close_dv_writers()
         self.committed_version = version
         committed = parse_actions(encode_commit(actions), f"version {version}")
         snapshot = self._post_commit_snapshot(version, winners, committed)
         post_commit(store, snapshot, self.txn_id)
         return snapshot
+
+    def _close_dv_writers(self) -> None:
+        """Write the pending deletion vector files (before the commit that names them)."""
+        for writer in self._dv_writers:
+            writer.close()
+        self._dv_writers = []
+
+    def _rebase(
+        self, ctx: ConflictContext, rebases: list[Rebase], winner: CommitActions, version: int
+    ) -> None:
+        """Combine this transaction's row deletions with a winner's on the same files."""
+        if not rebases:
+            return
+        writer = self._dv_writer()
+        label = winner_label(version, winner.commit_info)
+        for r in rebases:
+            mine = self._row_deletes.pop(r.key)
+            moved = rebase(mine, r.winner_add, self.log.table_root, self.log.store, writer, label)
+            self._row_deletes[moved.key] = moved
+            for keys in (ctx.removed_keys, ctx.row_delete_keys):
+                keys.discard(r.key)
+                keys.add(moved.key)
+            ctx.reads.file_keys.add(moved.key)
 
     def _latest_timestamp(self, winners: list[CommitActions]) -> int:
         from delta_pyspark.core.actions import commit_timestamp
