@@ -48,6 +48,7 @@ COLUMNS = [f.name for f in SCHEMA]
 PARTS = ["x", "y", "z", None]
 WORDS = ["foo", "bar", "baz", "qux", "m", "zz"]
 SEEDS = [11, 22, 33]
+DV_SEEDS = [44, 55]
 OPS_PER_SEED = 8
 INITIAL_ROWS = 300
 
@@ -365,8 +366,14 @@ def _read_spark(spark: Any, path: str) -> list[tuple[Any, ...]]:
     return _sorted([tuple(r) for r in df.collect()])
 
 
-def _read_rs(path: str) -> list[tuple[Any, ...]]:
-    t = deltalake.DeltaTable(path).to_pyarrow_table().select(COLUMNS)
+def _read_rs(path: str, dv: bool = False) -> list[tuple[Any, ...]]:
+    table = deltalake.DeltaTable(path)
+    if dv:  # its pyarrow reader refuses deletion vectors; its query engine applies them
+        query = deltalake.QueryBuilder().register("t", table).execute("SELECT * FROM t")
+        t = pa.table(query.read_all())
+    else:
+        t = table.to_pyarrow_table()
+    t = t.select(COLUMNS)
     return _sorted([tuple(r[c] for c in COLUMNS) for r in t.to_pylist()])
 
 
@@ -380,43 +387,65 @@ def _diff(left: list[tuple[Any, ...]], right: list[tuple[Any, ...]]) -> str:
 # --------------------------------------------------------------------- the test
 
 
-def _setup(spark: Any, tmp: Path, initial: pa.Table, files: int = 3) -> tuple[str, str]:
-    """The same rows written by each engine (here ``files`` Spark tasks per write)."""
+def _vectors_written(path: str) -> int:
+    """How many add actions in the whole log carry a deletion vector."""
+    log = Path(path) / "_delta_log"
+    lines = [line for f in sorted(log.glob("*.json")) for line in f.read_text().splitlines()]
+    return sum(1 for line in lines if line.startswith('{"add"') and '"deletionVector"' in line)
+
+
+def _setup(
+    spark: Any, tmp: Path, initial: pa.Table, files: int = 3, dv: bool = False
+) -> tuple[str, str]:
+    """The same rows written by each engine (here ``files`` Spark tasks per write);
+    with ``dv`` our table has deletion vectors enabled (delta-rs' copy does not)."""
     ours, theirs = str(tmp / "ours"), str(tmp / "theirs")
     df = spark.createDataFrame(initial).repartition(files)
-    df.write.format("delta").partitionBy("p").save(ours)
+    writer = df.write.format("delta").partitionBy("p")
+    if dv:
+        writer = writer.option("delta.enableDeletionVectors", "true")
+    writer.save(ours)
     deltalake.write_deltalake(theirs, initial, partition_by=["p"])
     return ours, theirs
 
 
-def _check(spark: Any, ours: str, theirs: str, context: str) -> list[tuple[Any, ...]]:
+def _check(
+    spark: Any, ours: str, theirs: str, context: str, dv: bool = False
+) -> list[tuple[Any, ...]]:
     mine = _read_spark(spark, ours)
     rs = _read_rs(theirs)
     assert mine == rs, f"tables diverge after {context}: {_diff(mine, rs)}"
     # interop: each table read by the other engine
-    assert _read_rs(ours) == mine, f"delta-rs reads our table differently after {context}"
+    assert _read_rs(ours, dv) == mine, f"delta-rs reads our table differently after {context}"
     assert _read_spark(spark, theirs) == rs, f"we read delta-rs' table differently after {context}"
     return mine
 
 
-def _replay(spark: Any, tmp: Path, initial: pa.Table, ops: list[Op], files: int = 3) -> None:
+def _replay(
+    spark: Any, tmp: Path, initial: pa.Table, ops: list[Op], files: int = 3, dv: bool = False
+) -> None:
     """Apply ``ops`` to both engines from ``initial``, checking after every one."""
-    ours, theirs = _setup(spark, tmp, initial, files)
-    _check(spark, ours, theirs, "the initial write")
+    ours, theirs = _setup(spark, tmp, initial, files, dv)
+    _check(spark, ours, theirs, "the initial write", dv)
     for i, op in enumerate(ops):
         context = f"op {i}: {op!r}"
         counts_ours = _apply_ours(spark, ours, op)
         counts_rs = _apply_theirs(theirs, op)
-        _check(spark, ours, theirs, context)
+        _check(spark, ours, theirs, context, dv)
         assert counts_ours == counts_rs, f"affected-row counts differ after {context}"
 
 
-@pytest.mark.parametrize("seed", SEEDS)
-def test_random_dml_sequence_matches_delta_rs(spark: Any, tmp_path: Path, seed: int) -> None:
+@pytest.mark.parametrize(
+    ("seed", "dv"), [*((s, False) for s in SEEDS), *((s, True) for s in DV_SEEDS)]
+)
+def test_random_dml_sequence_matches_delta_rs(
+    spark: Any, tmp_path: Path, seed: int, dv: bool
+) -> None:
+    """With ``dv`` our DML marks rows in deletion vectors while delta-rs copies on write."""
     rng = random.Random(seed)
     initial = _initial(rng)
-    ours, theirs = _setup(spark, tmp_path, initial)
-    rows = _check(spark, ours, theirs, "the initial write")
+    ours, theirs = _setup(spark, tmp_path, initial, dv=dv)
+    rows = _check(spark, ours, theirs, "the initial write", dv)
     next_id = 10_000
     applied: list[Op] = []
     for i in range(OPS_PER_SEED):
@@ -427,8 +456,10 @@ def test_random_dml_sequence_matches_delta_rs(spark: Any, tmp_path: Path, seed: 
         context = f"op {i} (seed {seed}); ops so far: {applied!r}"
         counts_ours = _apply_ours(spark, ours, op)
         counts_rs = _apply_theirs(theirs, op)
-        rows = _check(spark, ours, theirs, context)
+        rows = _check(spark, ours, theirs, context, dv)
         assert counts_ours == counts_rs, f"affected-row counts differ after {context}"
+    vectors = _vectors_written(ours)
+    assert (vectors > 0) == dv, f"{vectors} deletion vectors written with dv={dv}"
 
 
 # --------------------------------------------------------------------- chosen cases
@@ -512,9 +543,12 @@ CASES = [
 ]
 
 
+@pytest.mark.parametrize("dv", [False, True], ids=["copy-on-write", "deletion-vectors"])
 @pytest.mark.parametrize("ops", CASES)
-def test_chosen_dml_cases_match_delta_rs(spark: Any, tmp_path: Path, ops: list[Op]) -> None:
-    _replay(spark, tmp_path, _table(SMALL), ops, files=1)
+def test_chosen_dml_cases_match_delta_rs(
+    spark: Any, tmp_path: Path, ops: list[Op], dv: bool
+) -> None:
+    _replay(spark, tmp_path, _table(SMALL), ops, files=1, dv=dv)
 
 
 def test_source_alias_named_like_a_target_struct_column(spark: Any, tmp_path: Path) -> None:

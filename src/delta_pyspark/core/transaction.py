@@ -174,6 +174,11 @@ class Transaction:
         return self._adds + [d.add for d in self._row_deletes.values() if d.add is not None]
 
     @property
+    def has_changes(self) -> bool:
+        """Whether any file would be added or removed."""
+        return bool(self._adds or self._removes or self._row_deletes)
+
+    @property
     def is_blind_append(self) -> bool:
         return (
             self.reads.is_blind

@@ -1,8 +1,9 @@
 """DELETE: remove the rows matching a condition in one atomic commit.
 
 A condition on partition columns only removes whole files without reading them.
-Otherwise partition values and stats skip files first, a scan finds the files
-holding matching rows, and only those are rewritten without them.
+Otherwise partition values and stats skip files first, then a scan finds the
+matching rows: with deletion vectors enabled they are marked deleted in place,
+else the files holding them are rewritten without them.
 """
 
 from __future__ import annotations
@@ -14,10 +15,18 @@ from typing import TYPE_CHECKING, Any
 from delta_pyspark.core.actions import remove_actions
 from delta_pyspark.core.data_skipping import partition_filter_mask, split_partition_predicate
 from delta_pyspark.core.delta_log import DeltaLog
+from delta_pyspark.core.row_deletion import deletion_vectors_enabled, dv_metrics
 from delta_pyspark.core.schema import to_arrow_schema
 from delta_pyspark.core.transaction import Transaction
 from delta_pyspark.spark.conditions import as_column, as_predicate, condition_sql
-from delta_pyspark.spark.rewrite import Rewrite, elapsed_ms, live_rows, rewrite_files, touched_files
+from delta_pyspark.spark.rewrite import (
+    Rewrite,
+    elapsed_ms,
+    live_rows,
+    matched_rows,
+    rewrite_files,
+    touched_files,
+)
 from delta_pyspark.spark.scan import prune_files, read_files, session_time_zone
 from delta_pyspark.spark.session_conf import user_metadata
 
@@ -56,6 +65,20 @@ def execute_delete(
         else:
             files = prune_files(snapshot, expr, session_time_zone(spark))
     txn.read_files(files)
+    params = {"predicate": json.dumps([sql] if sql else [])}
+    if not metadata_only and deletion_vectors_enabled(snapshot):
+        touched, rows = matched_rows(spark, snapshot, files, as_column(condition))
+        scan_ms = elapsed_ms(start)
+        deletes = txn.delete_rows(touched, rows)
+        removed = [d.remove for d in deletes if d.add is None]
+        metrics = {
+            "numCopiedRows": 0,
+            "numDeletedRows": sum(len(d.rows) for d in deletes),
+        } | dv_metrics(deletes)
+        metrics |= Rewrite(removed, [], 0).metrics(start, scan_ms)
+        if deletes:
+            txn.commit("DELETE", params, metrics, user_metadata(spark))
+        return metrics
     if metadata_only:
         scan_ms = elapsed_ms(start)
         rewrite = Rewrite(remove_actions(files), [], 0)
@@ -74,6 +97,5 @@ def execute_delete(
     if rewrite.removes or rewrite.adds:
         txn.remove_files(rewrite.removes)
         txn.add_files(rewrite.adds)
-        params = {"predicate": json.dumps([sql] if sql else [])}
         txn.commit("DELETE", params, metrics, user_metadata(spark))
     return metrics

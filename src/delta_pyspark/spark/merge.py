@@ -26,6 +26,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import pyarrow.compute as pc
+
 from delta_pyspark.core.actions import remove_actions
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.expressions import (
@@ -41,6 +43,7 @@ from delta_pyspark.core.expressions import (
     map_columns,
     parse_predicate,
 )
+from delta_pyspark.core.row_deletion import deletion_vectors_enabled, dv_metrics
 from delta_pyspark.core.schema import (
     StructField,
     StructType,
@@ -56,7 +59,14 @@ from delta_pyspark.spark.conditions import (
     condition_sql,
     resolve_assignments,
 )
-from delta_pyspark.spark.rewrite import elapsed_ms, files_by_uri, live_rows, num_records, write_rows
+from delta_pyspark.spark.rewrite import (
+    elapsed_ms,
+    files_by_uri,
+    live_rows,
+    num_records,
+    rows_by_file,
+    write_rows,
+)
 from delta_pyspark.spark.scan import (
     FILE_PATH,
     ROW_INDEX,
@@ -275,7 +285,7 @@ class MergeCommand:
         finally:
             src.unpersist()
         metrics["executionTimeMs"] = elapsed_ms(start)
-        if metrics["numTargetFilesAdded"] or metrics["numTargetFilesRemoved"]:
+        if txn.has_changes:
             txn.commit("MERGE", self._parameters(), _ordered(metrics), user_metadata(self.spark))
         return metrics
 
@@ -436,9 +446,11 @@ class MergeCommand:
         from pyspark.sql import functions as F
 
         cond = as_column(self.condition)
+        dv = deletion_vectors_enabled(snapshot)
         counts: dict[int, int] = {}
         matched_uris: set[str] = set()
         touched_uris: set[str] = set()
+        changed = (candidates.slice(0, 0), [])
         multiple = False
         if (self.matched or self.by_source) and candidates.num_rows:
             tgt = self._target(snapshot, candidates, with_row_ids=True)
@@ -449,12 +461,14 @@ class MergeCommand:
             per_row = pairs.groupBy(FILE_PATH, ROW_INDEX).agg(
                 F.count(src[_SOURCE_MARK]).alias("n"), F.min(action).alias("a")
             )
+            aggs = [F.count(F.lit(1)).alias("rows"), F.max("n").alias("maxn")]
+            if dv:  # positions of the rows to mark deleted
+                changed_row = F.when(F.col("a") != COPY, F.col(ROW_INDEX))
+                aggs.append(F.collect_list(changed_row).alias("ids"))
             summary = (
-                per_row.groupBy(FILE_PATH, "a", (F.col("n") > 0).alias("m"))
-                .agg(F.count(F.lit(1)).alias("rows"), F.max("n").alias("maxn"))
-                .collect()
+                per_row.groupBy(FILE_PATH, "a", (F.col("n") > 0).alias("m")).agg(*aggs).toArrow()
             )
-            for r in summary:
+            for r in summary.select([FILE_PATH, "a", "m", "rows", "maxn"]).to_pylist():
                 counts[r["a"]] = counts.get(r["a"], 0) + int(r["rows"])
                 multiple = multiple or int(r["maxn"]) > 1
                 if r["m"]:
@@ -468,9 +482,24 @@ class MergeCommand:
                     "source on the merge keys (or tighten the merge condition) so each target "
                     "row matches at most one source row."
                 )
+            if dv:
+                ids = summary.column("ids").combine_chunks()
+                uris = pc.take(summary.column(FILE_PATH), pc.list_parent_indices(ids))
+                changed = rows_by_file(snapshot, candidates, uris, pc.list_flatten(ids))
         scan_ms = elapsed_ms(start)
-        touched = files_by_uri(snapshot, candidates, sorted(touched_uris))
         outputs = []
+        if dv:
+            touched = candidates.slice(0, 0)  # no file is rewritten
+            deletes = txn.delete_rows(*changed)
+            updates = any(c.action == "update" for c in self.matched + self.by_source)
+            if updates and changed[0].num_rows:
+                tgt = self._target(snapshot, changed[0])
+                joined = tgt.join(src, cond, "left_outer" if self.by_source else "inner")
+                present = src[_SOURCE_MARK].isNotNull()
+                outputs.append(self._project(joined, tgt, src, schema, present, copies=False))
+        else:
+            deletes = []
+            touched = files_by_uri(snapshot, candidates, sorted(touched_uris))
         if touched.num_rows:
             dedupe = multiple and not self.matched
             tgt = self._target(snapshot, touched, with_row_ids=dedupe)
@@ -494,10 +523,18 @@ class MergeCommand:
             for other in outputs[1:]:
                 out = out.unionByName(other)
             adds = write_rows(out, snapshot, schema)
-        removes = remove_actions(touched)
-        txn.remove_files(removes)
+        rewritten = remove_actions(touched)
+        txn.remove_files(rewritten)
+        removes = rewritten + [d.remove for d in deletes if d.add is None]
         txn.add_files(adds)
-        return self._metrics(snapshot, touched, counts, adds, removes, scan_ms, start)
+        metrics = self._metrics(snapshot, touched, counts, adds, removes, scan_ms, start)
+        if dv:
+            metrics["numTargetRowsCopied"] = 0
+            metrics["numTargetRowsInserted"] = (
+                metrics["numOutputRows"] - (metrics["numTargetRowsUpdated"])
+            )
+            metrics |= {k.replace("num", "numTarget", 1): v for k, v in dv_metrics(deletes).items()}
+        return metrics
 
     def _unconditional_delete_only(self) -> bool:
         return (
@@ -542,8 +579,10 @@ class MergeCommand:
         src: DataFrame,
         schema: StructType,
         source_present: SparkColumn | None,
+        copies: bool = True,
     ) -> DataFrame:
-        """Rows written for ``joined``: clause results in table column order, deletes dropped."""
+        """Rows written for ``joined``: clause results in table column order, deletes dropped
+        (and unchanged target rows too unless ``copies``)."""
         from pyspark.sql import functions as F
 
         action = self._action(tgt, src, source_present, include_inserts=tgt is None)
@@ -570,7 +609,8 @@ class MergeCommand:
         row_ids = [tgt[c] for c in (FILE_PATH, ROW_INDEX)] if _has_row_ids(tgt) else []
         with_action = joined.select(action.alias(_ACTION), *cols, *row_ids)
         deletes = [code for code, c in self._codes() if c.action == "delete"]
-        kept = with_action.where(~F.col(_ACTION).isin([DROP, *deletes]))
+        dropped = [DROP, *deletes] if copies else [DROP, COPY, *deletes]
+        kept = with_action.where(~F.col(_ACTION).isin(dropped))
         return kept.drop(_ACTION)
 
     def _clause_value(

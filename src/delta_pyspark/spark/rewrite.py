@@ -1,10 +1,11 @@
-"""Copy-on-write: find the files that hold affected rows, then replace them by new copies.
+"""Find the files (and rows) DML affects, then replace them.
 
 Shared by DELETE, UPDATE, MERGE and ``replaceWhere``. Files are chosen in two
 steps: the log's partition values and stats skip files that cannot hold an
 affected row, then a scan of the remaining candidates (only the columns the
-condition needs) finds the files that actually do. Only those are rewritten;
-every other file stays as it is.
+condition needs) finds the files that actually do. Copy-on-write rewrites only
+those; with deletion vectors (``matched_rows``) the scan returns the affected
+rows' positions instead and the files stay as they are.
 """
 
 from __future__ import annotations
@@ -15,13 +16,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_pyspark.core.actions import remove_actions
 from delta_pyspark.core.schema import StructType
 from delta_pyspark.core.snapshot import Snapshot
-from delta_pyspark.spark.scan import FILE_PATH, file_uris, read_files
+from delta_pyspark.spark.scan import FILE_PATH, ROW_INDEX, file_uris, read_files
 from delta_pyspark.spark.write import enforce_constraints, table_constraints, write_files
 
 if TYPE_CHECKING:
@@ -83,6 +85,39 @@ def touched_files(
     counts = df.where(condition).groupBy(FILE_PATH).agg(F.count(F.lit(1)).alias("n")).collect()
     uris = [r[FILE_PATH] for r in counts]
     return files_by_uri(snapshot, files, uris), sum(int(r["n"]) for r in counts)
+
+
+def matched_rows(
+    spark: SparkSession, snapshot: Snapshot, files: pa.Table, condition: Column
+) -> tuple[pa.Table, list[np.ndarray]]:
+    """The files of ``files`` holding rows where ``condition`` is true, and those rows'
+    physical indexes in each (for deletion vectors). Only positions reach the driver."""
+    if files.num_rows == 0:
+        return files, []
+    df = read_files(spark, snapshot, files, with_row_ids=True)
+    found = df.where(condition).select(FILE_PATH, ROW_INDEX).toArrow()
+    return rows_by_file(snapshot, files, found.column(FILE_PATH), found.column(ROW_INDEX))
+
+
+def rows_by_file(
+    snapshot: Snapshot,
+    files: pa.Table,
+    uris: pa.Array | pa.ChunkedArray,
+    indexes: pa.Array | pa.ChunkedArray,
+) -> tuple[pa.Table, list[np.ndarray]]:
+    """Group row indexes by file: the rows of ``files`` named by ``uris`` (Spark file
+    URIs) and, aligned with them, each file's sorted row indexes."""
+    if len(uris) == 0:
+        return files.slice(0, 0), []
+    table = pa.table({"uri": uris, "row": pc.cast(indexes, pa.int64())})
+    table = table.sort_by([("uri", "ascending"), ("row", "ascending")])
+    counts = pc.value_counts(table.column("uri"))  # in first-seen (sorted) order
+    groups = np.split(
+        table.column("row").to_numpy(), np.cumsum(counts.field("counts").to_numpy())[:-1]
+    )
+    position = {u: i for i, u in enumerate(file_uris(snapshot, files))}
+    order = [position[u] for u in counts.field("values").to_pylist()]
+    return files.take(order), groups
 
 
 def num_records(adds: list[Mapping[str, Any]]) -> int:

@@ -1,7 +1,9 @@
-"""UPDATE: change the rows matching a condition in one atomic commit (copy-on-write).
+"""UPDATE: change the rows matching a condition in one atomic commit.
 
 Partition values and stats skip files first, a scan finds the files that hold
-matching rows, and only those are rewritten with the new values.
+matching rows. Copy-on-write rewrites those files with the new values; with
+deletion vectors the old rows are marked deleted and only their new versions
+are written.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from delta_pyspark.core.delta_log import DeltaLog
+from delta_pyspark.core.row_deletion import deletion_vectors_enabled, dv_metrics
 from delta_pyspark.core.transaction import Transaction
 from delta_pyspark.spark.conditions import (
     as_column,
@@ -20,7 +23,14 @@ from delta_pyspark.spark.conditions import (
     condition_sql,
     resolve_assignments,
 )
-from delta_pyspark.spark.rewrite import elapsed_ms, rewrite_files, touched_files
+from delta_pyspark.spark.rewrite import (
+    Rewrite,
+    elapsed_ms,
+    matched_rows,
+    rewrite_files,
+    touched_files,
+    write_rows,
+)
 from delta_pyspark.spark.scan import prune_files, read_files, session_time_zone
 from delta_pyspark.spark.session_conf import user_metadata
 from delta_pyspark.spark.types import to_spark_type
@@ -53,8 +63,7 @@ def execute_update(
         txn.read_predicate(expr, session_time_zone(spark))
         files = prune_files(snapshot, expr, session_time_zone(spark))
     txn.read_files(files)
-    files, updated = touched_files(spark, snapshot, files, cond)
-    scan_ms = elapsed_ms(start)
+    params = {"predicate": json.dumps([sql] if sql else [])}
 
     def transform(df: DataFrame) -> DataFrame:
         cols = []
@@ -66,6 +75,20 @@ def execute_update(
             cols.append(current.alias(field.name))
         return df.select(*cols)
 
+    if deletion_vectors_enabled(snapshot):
+        touched, rows = matched_rows(spark, snapshot, files, cond)
+        scan_ms = elapsed_ms(start)
+        deletes = txn.delete_rows(touched, rows)
+        adds = write_rows(transform(read_files(spark, snapshot, touched).where(cond)), snapshot)
+        txn.add_files(adds)
+        removed = [d.remove for d in deletes if d.add is None]
+        metrics = {"numUpdatedRows": sum(len(d.rows) for d in deletes), "numCopiedRows": 0}
+        metrics |= dv_metrics(deletes) | Rewrite(removed, adds, 0).metrics(start, scan_ms)
+        if deletes:
+            txn.commit("UPDATE", params, metrics, user_metadata(spark))
+        return metrics
+    files, updated = touched_files(spark, snapshot, files, cond)
+    scan_ms = elapsed_ms(start)
     rewrite = rewrite_files(spark, snapshot, files, transform)
     metrics = {
         "numUpdatedRows": updated,
@@ -74,6 +97,5 @@ def execute_update(
     if rewrite.removes:
         txn.remove_files(rewrite.removes)
         txn.add_files(rewrite.adds)
-        params = {"predicate": json.dumps([sql] if sql else [])}
         txn.commit("UPDATE", params, metrics, user_metadata(spark))
     return metrics

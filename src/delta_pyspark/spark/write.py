@@ -46,36 +46,24 @@ def table_constraints(configuration: Mapping[str, str]) -> dict[str, str]:
 
 
 def enforce_constraints(df: DataFrame, schema: StructType, checks: dict[str, str]) -> DataFrame:
-    """Fail the Spark job (before any commit) on NOT NULL or CHECK violations.
+    """Fail the Spark job (before any commit) on NOT NULL, CHECK or invariant violations.
 
     The check runs inside the write job itself (``raise_error``), so valid data is
-    read once, not scanned a second time up front.
+    read once, not scanned a second time up front; the error message carries the
+    offending row's values (see ``spark/constraints.py``).
     """
-    from pyspark.sql import functions as F
+    from delta_pyspark.spark.constraints import guard_rows
 
-    conditions = []
-    for field in schema.fields:
-        if not field.nullable and field.name in df.columns:
-            msg = f"{_VIOLATION_TAG} NOT NULL constraint violated for column: {field.name}"
-            conditions.append((F.col(f"`{field.name}`").isNull(), msg))
-    for name, expr in checks.items():
-        msg = f"{_VIOLATION_TAG} CHECK constraint {name} ({expr}) violated by a row"
-        conditions.append((~F.coalesce(F.expr(expr), F.lit(False)), msg))
-    if not conditions:
-        return df
-    guard = F.lit(True)
-    for cond, msg in reversed(conditions):
-        guard = F.when(cond, F.raise_error(F.lit(msg))).otherwise(guard)
-    return df.where(guard)
+    return guard_rows(df, schema, checks)
 
 
 def raise_if_violation(error: BaseException) -> None:
     """Turn a Spark job failure caused by ``enforce_constraints`` into a typed error."""
-    text = str(error)
-    if _VIOLATION_TAG in text:
-        start = text.index(_VIOLATION_TAG) + len(_VIOLATION_TAG)
-        detail = text[start:].strip().splitlines()[0]
-        raise InvariantViolationError(detail.split(". SQLSTATE")[0].rstrip(" .")) from None
+    from delta_pyspark.spark.constraints import violation_from
+
+    violation: InvariantViolationError | None = violation_from(error)
+    if violation is not None:
+        raise violation from None
 
 
 def _empty_binary_partitions_to_null(
@@ -101,11 +89,18 @@ def write_files(
     configuration: Any,
     max_records_per_file: int | None = None,
     data_change: bool = True,
+    optimize_write: bool | None = None,
 ) -> list[dict[str, Any]]:
     """Write ``df`` (already in table column order, logical names) as data files.
 
     Returns their ``add`` actions (paths relative to the root, URI-encoded).
+    ``optimize_write``: shuffle into few files per partition first (see
+    ``optimized_write``); None decides from the session conf and table property.
     """
+    from contextlib import AbstractContextManager, nullcontext
+
+    from delta_pyspark.spark import optimized_write as ow
+
     mode = column_mapping_mode(configuration)
     renamed = df
     if mode != "none":
@@ -122,6 +117,12 @@ def write_files(
         )
     part_physical = [physical_name(schema.field(c), mode) for c in partition_columns]
     renamed = _empty_binary_partitions_to_null(renamed, schema, partition_columns, mode)
+    if optimize_write is None:
+        optimize_write = ow.optimize_write_enabled(df.sparkSession, configuration)
+    job: AbstractContextManager[None] = nullcontext()
+    if optimize_write:
+        renamed = ow.rebalanced(renamed, part_physical)
+        job = ow.bin_size_for_job(df.sparkSession, ow.bin_size(df.sparkSession))
     staging = f"{table_root.rstrip('/')}/{STAGING_DIR}/{uuid.uuid4()}"
     writer = renamed.write.mode("errorifexists")
     if part_physical:
@@ -129,9 +130,10 @@ def write_files(
     if max_records_per_file:
         writer = writer.option("maxRecordsPerFile", int(max_records_per_file))
     try:
-        writer.parquet(staging)
+        with job:
+            writer.parquet(staging)
     except Exception as e:
-        shutil.rmtree(staging, ignore_errors=True)
+        _remove_staging(staging)
         raise_if_violation(e)
         raise
     try:
@@ -139,7 +141,20 @@ def write_files(
             staging, table_root, schema, part_physical, configuration, data_change, mode
         )
     finally:
-        shutil.rmtree(staging, ignore_errors=True)
+        _remove_staging(staging)
+
+
+def _remove_staging(staging: str) -> None:
+    """Delete this write's staging directory, and ``_delta_staging`` itself once empty.
+
+    ``rmdir`` only removes an empty directory, so a concurrent writer's staging
+    directory keeps it alive; losing that race is harmless (errors are ignored).
+    """
+    from contextlib import suppress
+
+    shutil.rmtree(staging, ignore_errors=True)
+    with suppress(OSError):
+        os.rmdir(os.path.dirname(staging))
 
 
 def _adopt_files(

@@ -35,6 +35,8 @@ from delta_pyspark.exceptions import (
     DeltaIllegalArgumentException,
     DeltaTableNotFoundError,
 )
+from delta_pyspark.spark.auto_compact import auto_compact
+from delta_pyspark.spark.optimized_write import optimize_write_enabled
 from delta_pyspark.spark.rewrite import rewrite_without
 from delta_pyspark.spark.session_conf import auto_merge, user_metadata
 from delta_pyspark.spark.types import from_spark_schema, to_spark_type
@@ -197,6 +199,7 @@ def write_delta(
         metadata.configuration,
         int(max_records) if max_records else None,
         data_change,
+        optimize_write_enabled(spark, metadata.configuration, request.opt("optimizeWrite")),
     )
     if overwrite and snapshot is not None and _dynamic(spark, request) and not replace_where:
         removes = _dynamic_removes(txn, snapshot, adds, partitions)
@@ -212,7 +215,11 @@ def write_delta(
     }
     if removes:
         metrics["numRemovedFiles"] = len(removes)
-    return txn.commit(operation, params, metrics, user_metadata(spark, request.opt("userMetadata")))
+    committed = txn.commit(
+        operation, params, metrics, user_metadata(spark, request.opt("userMetadata"))
+    )
+    auto_compact(spark, delta_log, committed.configuration, adds)
+    return committed
 
 
 def _dynamic(spark: SparkSession, request: WriteRequest) -> bool:

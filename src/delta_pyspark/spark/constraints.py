@@ -1,0 +1,283 @@
+"""CHECK constraints, NOT NULL columns and column invariants (PROTOCOL.md "CHECK
+Constraints", "Column Invariants").
+
+``add_constraint`` / ``drop_constraint`` are ALTER TABLE ADD / DROP CONSTRAINT: one
+metadata commit each, the constraint stored as ``delta.constraints.<name lowercased>``.
+Adding one first scans the table; any row where the expression is false *or NULL*
+(delta-spark counts ``NOT expr OR expr IS UNKNOWN``) refuses it.
+
+``guard_rows`` is the write-side check every write runs inside its own Spark job:
+a row that breaks a rule makes ``raise_error`` fail the job with a message that
+names the rule and shows the values of the columns it references (built with native
+Spark expressions, so nothing is collected); ``violation_from`` turns that job
+failure back into an ``InvariantViolationError``. Rules, like delta-spark's:
+NOT NULL columns (nested struct fields too, when their parent is not null), CHECK
+constraints and ``delta.invariants`` column metadata, each failing on false or NULL.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from delta_pyspark.core.actions import Metadata
+from delta_pyspark.core.delta_log import DeltaLog
+from delta_pyspark.core.schema import StructType
+from delta_pyspark.core.snapshot import Snapshot
+from delta_pyspark.core.table_features import protocol_for
+from delta_pyspark.core.transaction import Transaction
+from delta_pyspark.exceptions import (
+    DeltaAnalysisException,
+    DeltaIllegalArgumentException,
+    InvariantViolationError,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+__all__ = [
+    "add_constraint",
+    "column_invariants",
+    "drop_constraint",
+    "guard_rows",
+    "referenced_columns",
+    "violation_from",
+]
+
+CONSTRAINT_PREFIX = "delta.constraints."
+INVARIANTS_KEY = "delta.invariants"
+_START = "[DELTA_VIOLATION]"
+_END = "[/DELTA_VIOLATION]"
+_MAX_VALUE_CHARS = 200
+
+
+# ---------------------------------------------------------------------- ALTER TABLE
+
+
+def _constraints(metadata: Metadata) -> dict[str, tuple[str, str]]:
+    """Lowercased constraint name -> (stored key, expression)."""
+    conf = metadata.configuration
+    return {
+        k[len(CONSTRAINT_PREFIX) :].lower(): (k, v)
+        for k, v in conf.items()
+        if k.lower().startswith(CONSTRAINT_PREFIX)
+    }
+
+
+def add_constraint(spark: SparkSession, log: DeltaLog, name: str, expr: str) -> Snapshot:
+    """Add CHECK constraint ``name``; refused if any existing row violates ``expr``."""
+    from pyspark.sql import functions as F
+
+    from delta_pyspark.spark.scan import read_files
+
+    if not name or not name.strip() or not expr or not expr.strip():
+        raise DeltaIllegalArgumentException("a CHECK constraint needs a name and an expression")
+    snapshot = log.snapshot()
+    existing = _constraints(snapshot.metadata)
+    if name.lower() in existing:
+        raise DeltaAnalysisException(
+            f"constraint '{name}' already exists as a CHECK constraint "
+            f"({existing[name.lower()][1]}); drop the old constraint first"
+        )
+    df = read_files(spark, snapshot, snapshot.files)
+    condition = _analysed_condition(df, name, expr)
+    refs = referenced_columns(expr, df.columns) or df.columns
+    bad = df.where(~F.coalesce(condition, F.lit(False)))
+    found = bad.agg(
+        F.count(F.lit(1)).alias("n"), F.first(F.struct(*[_col(c) for c in refs])).alias("row")
+    ).collect()[0]
+    if found["n"]:
+        values = "".join(
+            f"\n - {c} : {_show_value(v)}" for c, v in zip(refs, found["row"], strict=True)
+        )
+        raise InvariantViolationError(
+            f"{found['n']} rows in {log.table_root} violate the new CHECK constraint "
+            f"{name} ({expr}); for example the row with values:{values}"
+        )
+    conf = dict(snapshot.configuration) | {CONSTRAINT_PREFIX + name.lower(): expr}
+    txn = Transaction(log, snapshot)
+    txn.read_files(snapshot.files)  # a concurrent append could add violating rows
+    txn.read_whole_table()
+    txn.update_metadata(snapshot.metadata.with_changes(configuration=conf))
+    protocol = protocol_for(snapshot.schema, conf, snapshot.protocol)
+    if protocol != snapshot.protocol:
+        txn.update_protocol(protocol)
+    return txn.commit("ADD CONSTRAINT", {"name": name, "expr": expr})
+
+
+def drop_constraint(log: DeltaLog, name: str, if_exists: bool = True) -> Snapshot | None:
+    """Drop CHECK constraint ``name`` (case-insensitive). A missing one is an error unless
+    ``if_exists``, in which case nothing is committed. The protocol is left as it is."""
+    snapshot = log.snapshot()
+    found = _constraints(snapshot.metadata).get(name.lower())
+    if found is None:
+        if if_exists:
+            return None
+        raise DeltaAnalysisException(
+            f"cannot drop nonexistent constraint {name} from table {log.table_root} "
+            "(use ifExists=True to ignore a missing constraint)"
+        )
+    key, expr = found
+    conf = {k: v for k, v in snapshot.configuration.items() if k != key}
+    txn = Transaction(log, snapshot)
+    txn.update_metadata(snapshot.metadata.with_changes(configuration=conf))
+    return txn.commit("DROP CONSTRAINT", {"name": name, "expr": expr})
+
+
+def _analysed_condition(df: DataFrame, name: str, expr: str) -> Column:
+    """The constraint as a Column, analysed against the table: unknown columns, syntax
+    errors and non-boolean expressions raise DeltaAnalysisException."""
+    from pyspark.errors import AnalysisException
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import BooleanType
+
+    try:
+        condition = F.expr(expr)
+        dtype = df.select(condition.alias("c")).schema["c"].dataType
+    except AnalysisException as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise DeltaAnalysisException(
+            f"cannot add CHECK constraint {name} ({expr}): {first}"
+        ) from None
+    if not isinstance(dtype, BooleanType):
+        raise DeltaAnalysisException(
+            f"CHECK constraint {name} ({expr}) should be a boolean expression, "
+            f"not {dtype.simpleString()}"
+        )
+    return condition
+
+
+# ---------------------------------------------------------------------- write-side check
+
+
+def column_invariants(schema: StructType) -> list[tuple[str, str]]:
+    """``(column path, SQL expression)`` of every ``delta.invariants`` in the schema
+    (fields nested in structs included; the spec's JSON ``{"expression": {"expression":
+    ...}}``)."""
+    out = []
+    for path, field, _parent in _struct_fields(schema):
+        raw = field.metadata.get(INVARIANTS_KEY)
+        if raw is None:
+            continue
+        try:
+            doc = json.loads(raw) if isinstance(raw, str) else raw
+            expression = doc["expression"]["expression"]
+        except (ValueError, KeyError, TypeError):
+            raise DeltaAnalysisException(
+                f"column {path} has a malformed {INVARIANTS_KEY}: {raw!r}"
+            ) from None
+        out.append((path, str(expression)))
+    return out
+
+
+def _struct_fields(schema: StructType, prefix: str = "") -> Iterator[tuple[str, Any, str | None]]:
+    """``(quoted path, field, quoted parent path)`` of fields reachable through structs."""
+    for f in schema.fields:
+        path = f"{prefix}.`{f.name}`" if prefix else f"`{f.name}`"
+        yield path, f, prefix or None
+        if isinstance(f.type, StructType):
+            yield from _struct_fields(f.type, path)
+
+
+def guard_rows(df: DataFrame, schema: StructType, checks: Mapping[str, str]) -> DataFrame:
+    """``df`` with a filter that fails the job on the first row breaking a rule."""
+    from pyspark.sql import functions as F
+
+    present = {c.lower() for c in df.columns}
+    rules: list[tuple[Column, Column]] = []
+    for path, field, parent in _struct_fields(schema):
+        top = field.name if parent is None else _top_level(parent)
+        if field.nullable or top.lower() not in present:
+            continue
+        broken = F.col(path).isNull()
+        if parent is not None:
+            broken = F.col(parent).isNotNull() & broken
+        display = path.replace("`", "")
+        rules.append(
+            (broken, F.lit(f"{_START} NOT NULL constraint violated for column: {display}.{_END}"))
+        )
+    for name, expr in checks.items():
+        title = f"CHECK constraint {name} ({expr}) violated by row with values:"
+        rules.append(_rule(df, expr, title))
+    for path, expr in column_invariants(schema):
+        if _top_level(path).lower() not in present:
+            continue
+        title = f"Invariant ({expr}) on column {path.replace('`', '')} violated by row with values:"
+        rules.append(_rule(df, expr, title))
+    if not rules:
+        return df
+    guard = F.lit(True)
+    for broken, message in reversed(rules):
+        guard = F.when(broken, F.raise_error(message)).otherwise(guard)
+    return df.where(guard)
+
+
+def _rule(df: DataFrame, expr: str, title: str) -> tuple[Column, Column]:
+    """A rule failing on false or NULL, its message listing the referenced values."""
+    from pyspark.sql import functions as F
+
+    parts: list[Column] = [F.lit(f"{_START} {title}")]
+    for c in referenced_columns(expr, df.columns):
+        parts += [F.lit(f"\n - {c} : "), _display(_col(c))]
+    parts.append(F.lit(_END))
+    return ~F.coalesce(F.expr(expr), F.lit(False)), F.concat(*parts)
+
+
+def _top_level(path: str) -> str:
+    return path.split("`.`")[0].strip("`")
+
+
+def _col(name: str) -> Column:
+    from pyspark.sql import functions as F
+
+    return F.col(f"`{name.replace('`', '``')}`")
+
+
+def _display(col: Column) -> Column:
+    """A value as text for the error message (null spelled ``null``, long values cut)."""
+    from pyspark.sql import functions as F
+
+    text = F.coalesce(col.cast("string"), F.lit("null"))
+    return F.when(
+        F.length(text) > _MAX_VALUE_CHARS,
+        F.concat(F.substring(text, 1, _MAX_VALUE_CHARS), F.lit("...")),
+    ).otherwise(text)
+
+
+def _show_value(value: Any) -> str:
+    text = "null" if value is None else str(value)
+    return text if len(text) <= _MAX_VALUE_CHARS else text[:_MAX_VALUE_CHARS] + "..."
+
+
+_STRING_LITERAL = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
+_IDENTIFIER = re.compile(r"`((?:[^`]|``)+)`|([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def referenced_columns(expr: str, columns: list[str]) -> list[str]:
+    """Top-level ``columns`` an SQL expression mentions, in order of appearance.
+
+    A lexical scan (string literals skipped, backticks honoured, case-insensitive):
+    good enough to pick the values worth showing in an error message.
+    """
+    by_lower = {c.lower(): c for c in columns}
+    out: list[str] = []
+    for m in _IDENTIFIER.finditer(_STRING_LITERAL.sub("''", expr)):
+        name = m.group(1).replace("``", "`") if m.group(1) else m.group(2)
+        column = by_lower.get(name.lower())
+        if column is not None and column not in out:
+            out.append(column)
+    return out
+
+
+def violation_from(error: BaseException) -> InvariantViolationError | None:
+    """The typed error for a job ``guard_rows`` failed (None for any other failure)."""
+    text = str(error)
+    start = text.find(_START)
+    if start < 0:
+        return None
+    start += len(_START)
+    end = text.find(_END, start)
+    detail = text[start:end] if end >= 0 else text[start:].split(". SQLSTATE")[0]
+    return InvariantViolationError(detail.strip())

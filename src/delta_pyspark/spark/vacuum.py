@@ -1,0 +1,43 @@
+"""``DeltaTable.vacuum``: session confs in, a DataFrame out; the work is in
+``core/vacuum.py`` (file-system I/O only, no rows involved)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from delta_pyspark.core.delta_log import DeltaLog
+from delta_pyspark.core.vacuum import RETENTION_CHECK_CONF, vacuum
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+PARALLEL_DELETE_CONF = "spark.databricks.delta.vacuum.parallelDelete.parallelism"
+
+
+def retention_check_enabled(spark: SparkSession) -> bool:
+    return str(spark.conf.get(RETENTION_CHECK_CONF, "true")).strip().lower() != "false"
+
+
+def execute_vacuum(
+    spark: SparkSession,
+    log: DeltaLog,
+    retention_hours: float | None = None,
+    dry_run: bool = False,
+) -> DataFrame:
+    """Run VACUUM. A dry run returns the files it would delete (column ``path``,
+    absolute local paths); a real run returns an empty DataFrame, as delta-spark's
+    Python API does, and records VACUUM START/END in the table history."""
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    parallelism = int(spark.conf.get(PARALLEL_DELETE_CONF, "8"))
+    result = vacuum(
+        log,
+        retention_hours,
+        dry_run=dry_run,
+        check_enabled=retention_check_enabled(spark),
+        parallelism=parallelism,
+    )
+    if dry_run:
+        schema = StructType([StructField("path", StringType(), False)])
+        return spark.createDataFrame([(p,) for p in result.plan.paths], schema)
+    return spark.createDataFrame([], StructType([]))
