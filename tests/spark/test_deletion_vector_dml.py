@@ -1,0 +1,267 @@
+"""DELETE, UPDATE and MERGE with deletion vectors, and row-level concurrency between them."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from delta_pyspark.core.delta_log import DeltaLog
+from delta_pyspark.core.transaction import Transaction
+from delta_pyspark.exceptions import DeltaConcurrentModificationException
+from delta_pyspark.tables import DeltaTable
+
+
+def _make(spark: Any, path: str, n: int = 40, files: int = 4, partitioned: bool = False) -> None:
+    df = spark.range(n).selectExpr("id", "id * 10 AS v", "CAST(id % 2 AS STRING) AS p")
+    writer = df.repartitionByRange(files, "id").write.format("delta")
+    if partitioned:
+        writer = writer.partitionBy("p")
+    writer.option("delta.enableDeletionVectors", "true").save(path)
+
+
+def _rows(spark: Any, path: str, version: int | None = None) -> list[tuple]:
+    reader = spark.read.format("delta")
+    if version is not None:
+        reader = reader.option("versionAsOf", version)
+    return sorted(tuple(r) for r in reader.load(path).select("id", "v", "p").collect())
+
+
+def _expected(ids: Any, v: Any = lambda i: i * 10) -> list[tuple]:
+    return sorted((i, v(i), str(i % 2)) for i in ids)
+
+
+def _parquet_files(path: str) -> set[str]:
+    return {str(p.relative_to(path)) for p in Path(path).rglob("*.parquet")}
+
+
+def _last_commit(path: str) -> tuple[list[dict], list[dict], dict]:
+    version = DeltaLog(path).snapshot().version
+    lines = (Path(path) / "_delta_log" / f"{version:020d}.json").read_text().splitlines()
+    actions = [json.loads(line) for line in lines]
+    adds = [a["add"] for a in actions if "add" in a]
+    removes = [a["remove"] for a in actions if "remove" in a]
+    info = next(a["commitInfo"] for a in actions if "commitInfo" in a)
+    return adds, removes, info
+
+
+def _metrics(info: dict) -> dict[str, int]:
+    return {k: int(v) for k, v in info["operationMetrics"].items()}
+
+
+@pytest.fixture(params=[False, True], ids=["unpartitioned", "partitioned"])
+def table(request: pytest.FixtureRequest, spark: Any, tmp_path: Path) -> str:
+    path = str(tmp_path / "t")
+    _make(spark, path, partitioned=request.param)
+    return path
+
+
+def test_delete_marks_rows_and_rewrites_no_file(spark: Any, table: str) -> None:
+    before = _parquet_files(table)
+    out = DeltaTable.forPath(spark, table).delete("id % 10 = 3")
+    assert out.collect()[0]["num_affected_rows"] == 4
+    assert _rows(spark, table) == _expected(i for i in range(40) if i % 10 != 3)
+    assert _parquet_files(table) == before  # no data file written
+    assert len(list(Path(table).glob("deletion_vector_*.bin"))) == 1
+    adds, removes, info = _last_commit(table)
+    assert {a["path"] for a in adds} == {r["path"] for r in removes}
+    assert sum(a["deletionVector"]["cardinality"] for a in adds) == 4
+    assert all(json.loads(a["stats"])["tightBounds"] is False for a in adds)
+    m = _metrics(info)
+    assert m["numDeletedRows"] == 4 and m["numCopiedRows"] == 0
+    assert m["numDeletionVectorsAdded"] == len(adds) and m["numRemovedFiles"] == 0
+    assert _rows(spark, table, version=0) == _expected(range(40))
+
+
+def test_delete_every_row_of_a_file_removes_it(spark: Any, tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    _make(spark, path)  # range-partitioned: ids 0..9 in the first file
+    dt = DeltaTable.forPath(spark, path)
+    dt.delete("id < 5")
+    dt.delete("id >= 5 AND id < 10")
+    adds, removes, info = _last_commit(path)
+    assert adds == [] and len(removes) == 1 and removes[0]["deletionVector"]["cardinality"] == 5
+    assert _metrics(info)["numRemovedFiles"] == 1
+    assert _metrics(info)["numDeletionVectorsRemoved"] == 1
+    assert _rows(spark, path) == _expected(range(10, 40))
+    assert DeltaLog(path).snapshot().num_files == 3
+
+
+def test_update_writes_only_the_new_versions_of_changed_rows(spark: Any, table: str) -> None:
+    out = DeltaTable.forPath(spark, table).update("id IN (1, 12, 13, 39)", {"v": "v + 1"})
+    assert out.collect()[0]["num_affected_rows"] == 4
+    changed = {1, 12, 13, 39}
+    assert _rows(spark, table) == _expected(range(40), lambda i: i * 10 + (i in changed))
+    adds, removes, info = _last_commit(table)
+    new = [a for a in adds if "deletionVector" not in a]
+    assert sum(json.loads(a["stats"])["numRecords"] for a in new) == 4
+    marked = [a for a in adds if "deletionVector" in a]
+    assert sum(a["deletionVector"]["cardinality"] for a in marked) == 4
+    assert {r["path"] for r in removes} == {a["path"] for a in marked}
+    m = _metrics(info)
+    assert m["numUpdatedRows"] == 4 and m["numCopiedRows"] == 0
+
+
+def test_merge_upsert_marks_matched_rows(spark: Any, table: str) -> None:
+    src = spark.createDataFrame([(3, -3), (17, -17), (100, -100)], "id long, v long")
+    src = src.selectExpr("id", "v", "CAST(id % 2 AS STRING) AS p")
+    dt = DeltaTable.forPath(spark, table)
+    (
+        dt.alias("t")
+        .merge(src.alias("s"), "t.id = s.id")
+        .whenMatchedUpdate(set={"v": "s.v"})
+        .whenNotMatchedInsertAll()
+        .execute()
+    )
+    expected = sorted(
+        [(i, -i if i in (3, 17) else i * 10, str(i % 2)) for i in range(40)] + [(100, -100, "0")]
+    )
+    assert _rows(spark, table) == expected
+    adds, _, info = _last_commit(table)
+    new = [a for a in adds if "deletionVector" not in a]
+    assert sum(json.loads(a["stats"])["numRecords"] for a in new) == 3  # 2 updated + 1 new
+    m = _metrics(info)
+    assert m["numTargetRowsUpdated"] == 2 and m["numTargetRowsInserted"] == 1
+    assert m["numTargetRowsCopied"] == 0 and m["numTargetFilesRemoved"] == 0
+    assert m["numTargetDeletionVectorsAdded"] == 2
+
+
+def test_merge_delete_and_not_matched_by_source(spark: Any, table: str) -> None:
+    src = spark.createDataFrame([(i,) for i in range(0, 40, 2)], "id long")
+    dt = DeltaTable.forPath(spark, table)
+    (
+        dt.alias("t")
+        .merge(src.alias("s"), "t.id = s.id")
+        .whenMatchedDelete("t.id < 10")
+        .whenNotMatchedBySourceUpdate("t.id > 30", {"v": "0"})
+        .execute()
+    )
+    expected = [
+        (i, 0 if i > 30 and i % 2 else i * 10, str(i % 2))
+        for i in range(40)
+        if not (i % 2 == 0 and i < 10)
+    ]
+    assert _rows(spark, table) == sorted(expected)
+    m = _metrics(_last_commit(table)[2])
+    assert m["numTargetRowsDeleted"] == 5 and m["numTargetRowsUpdated"] == 5  # 31, 33, .., 39
+
+
+def test_vectors_survive_checkpoints_and_later_deletes(spark: Any, tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    _make(spark, path)
+    dt = DeltaTable.forPath(spark, path)
+    dt.delete("id = 1")
+    from delta_pyspark.core.commit import checkpoint_now
+
+    log = DeltaLog(path)
+    checkpoint_now(log.store, log.snapshot())
+    dt.delete("id = 2")  # extends the vector read back from the checkpoint
+    assert _rows(spark, path) == _expected(i for i in range(40) if i not in (1, 2))
+    (row,) = [r for r in DeltaLog(path).snapshot().files.to_pylist() if r["deletionVector"]]
+    assert row["deletionVector"]["cardinality"] == 2
+
+
+def test_disabling_stops_new_vectors_and_keeps_old_ones_readable(
+    spark: Any, tmp_path: Path
+) -> None:
+    path = str(tmp_path / "t")
+    _make(spark, path)
+    dt = DeltaTable.forPath(spark, path)
+    dt.delete("id = 1")
+    log = DeltaLog(path)
+    snap = log.snapshot()
+    txn = Transaction(log, snap)
+    conf = dict(snap.configuration) | {"delta.enableDeletionVectors": "false"}
+    txn.update_metadata(snap.metadata.with_changes(configuration=conf))
+    txn.commit("SET TBLPROPERTIES", {})
+    dt.delete("id = 2")  # copy-on-write now
+    adds, removes, _ = _last_commit(path)
+    assert removes[0]["deletionVector"]["cardinality"] == 1  # the old vector's file, replaced
+    assert all("deletionVector" not in a for a in adds)
+    assert _rows(spark, path) == _expected(i for i in range(40) if i not in (1, 2))
+    assert "deletionVectors" in (log.snapshot().protocol.reader_features or ())
+
+
+# ------------------------------------------------------------------------ concurrency
+
+
+@contextmanager
+def commit_together(parties: int) -> Iterator[None]:
+    """Hold every transaction at its first commit until ``parties`` of them got there,
+    so all of them read the same version and then race to commit it."""
+    barrier = threading.Barrier(parties, timeout=300)
+    original = Transaction.commit
+
+    def commit(self: Transaction, *args: Any, **kwargs: Any) -> Any:
+        barrier.wait()
+        return original(self, *args, **kwargs)
+
+    Transaction.commit = commit  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        Transaction.commit = original  # type: ignore[method-assign]
+
+
+def _outcomes(fn: Any, n: int) -> list[BaseException | None]:
+    def run(i: int) -> BaseException | None:
+        try:
+            fn(i)
+            return None
+        except Exception as e:  # the outcome under test
+            return e
+
+    with commit_together(n), ThreadPoolExecutor(n) as pool:
+        return list(pool.map(run, range(n)))
+
+
+def test_five_merges_into_the_same_row_one_commits(spark: Any, tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    _make(spark, path)
+    versions_before = sorted((Path(path) / "_delta_log").glob("*.json"))
+
+    def merge(i: int) -> None:
+        src = spark.createDataFrame([(7, 1000 + i, "1")], "id long, v long, p string")
+        (
+            DeltaTable.forPath(spark, path)
+            .alias("t")
+            .merge(src.alias("s"), "t.id = s.id")
+            .whenMatchedUpdateAll()
+            .whenNotMatchedInsertAll()
+            .execute()
+        )
+
+    outcomes = _outcomes(merge, 5)
+    winners = [i for i, e in enumerate(outcomes) if e is None]
+    assert len(winners) == 1, outcomes
+    losers = [e for e in outcomes if e is not None]
+    assert all(isinstance(e, DeltaConcurrentModificationException) for e in losers), losers
+    versions = sorted((Path(path) / "_delta_log").glob("*.json"))
+    assert len(versions) == len(versions_before) + 1  # the losers left nothing in the log
+    w = winners[0]
+    assert _rows(spark, path) == _expected(range(40), lambda i: 1000 + w if i == 7 else i * 10)
+
+
+def test_hundred_concurrent_deletes_of_disjoint_rows_all_commit(spark: Any, tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    _make(spark, path, n=2000, files=2)
+    log = DeltaLog(path)
+    start = log.snapshot().version
+
+    def delete(i: int) -> None:  # ids i*20 .. i*20+9: ten rows of one of the two files
+        DeltaTable.forPath(spark, path).delete(f"id >= {i * 20} AND id < {i * 20 + 10}")
+
+    outcomes = _outcomes(delete, 100)
+    assert [e for e in outcomes if e is not None] == []
+    assert log.snapshot().version == start + 100
+    survivors = [i for i in range(2000) if i % 20 >= 10]
+    assert _rows(spark, path) == _expected(survivors)
+    files = log.snapshot().files.to_pylist()
+    assert len(files) == 2
+    assert sorted(f["deletionVector"]["cardinality"] for f in files) == [500, 500]
