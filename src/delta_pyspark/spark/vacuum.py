@@ -11,6 +11,7 @@ from delta_pyspark.core.vacuum import RETENTION_CHECK_CONF, vacuum
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+PARALLEL_DELETE_ENABLED_CONF = "spark.databricks.delta.vacuum.parallelDelete.enabled"
 PARALLEL_DELETE_CONF = "spark.databricks.delta.vacuum.parallelDelete.parallelism"
 
 
@@ -29,7 +30,9 @@ def execute_vacuum(
     Python API does, and records VACUUM START/END in the table history."""
     from pyspark.sql.types import StringType, StructField, StructType
 
-    parallelism = int(spark.conf.get(PARALLEL_DELETE_CONF, "8"))
+    # Deleting is file-system I/O: threads by default, one at a time if turned off.
+    parallel = str(spark.conf.get(PARALLEL_DELETE_ENABLED_CONF, "true")).lower() != "false"
+    parallelism = int(spark.conf.get(PARALLEL_DELETE_CONF, "8")) if parallel else 1
     result = vacuum(
         log,
         retention_hours,
