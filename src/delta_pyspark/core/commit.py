@@ -2,7 +2,8 @@
 
 ``write_commit`` is the commit point. ``post_commit`` runs the hooks that are
 never part of the commit's atomicity: the version checksum, a checkpoint every
-``delta.checkpointInterval`` versions, and expired-log cleanup after a checkpoint.
+``delta.checkpointInterval`` versions, expired-log cleanup after a checkpoint, and
+symlink manifests when ``delta.compatibility.symlinkFormatManifest.enabled``.
 """
 
 from __future__ import annotations
@@ -101,3 +102,10 @@ def post_commit(store: LogStore, snapshot: Snapshot, txn_id: str | None = None) 
                 cleanup_expired_logs(store, snapshot.segment.log_dir, props.log_retention_ms(conf))
     except Exception:  # a hook failure must not turn a committed write into an error
         log.exception("post-commit hook failed for version %d", snapshot.version)
+    if props.symlink_manifest_enabled(conf):
+        try:
+            from delta_pyspark.core.manifest import post_commit_update
+
+            post_commit_update(store, snapshot)
+        except Exception:  # the commit stands; `generate` rebuilds the manifests
+            log.exception("symlink manifest update failed for version %d", snapshot.version)

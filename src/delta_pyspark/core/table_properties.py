@@ -1,11 +1,13 @@
-"""Typed readers for the ``delta.*`` table properties the log layer obeys."""
+"""Typed readers for the ``delta.*`` table properties the log layer obeys, and the
+registry of known properties with their value checks (``validate_property``)."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
-from delta_pyspark.exceptions import DeltaIllegalArgumentException
+from delta_pyspark.exceptions import DeltaAnalysisException, DeltaIllegalArgumentException
 
 CHECKPOINT_INTERVAL = "delta.checkpointInterval"
 LOG_RETENTION = "delta.logRetentionDuration"
@@ -78,3 +80,303 @@ def in_commit_timestamps(conf: Mapping[str, str]) -> bool:
 
 def append_only(conf: Mapping[str, str]) -> bool:
     return _bool(conf, APPEND_ONLY, False)
+
+
+# ---------------------------------------------------------------------- registry
+#
+# The ``delta.*`` properties a user may set (ALTER TABLE SET TBLPROPERTIES, table
+# creation), each with the check delta-spark applies to its value. Keys are matched
+# case-insensitively and stored in the spelling below; anything else under ``delta.``
+# is refused, so a typo never silently does nothing.
+
+SYMLINK_MANIFEST = "delta.compatibility.symlinkFormatManifest.enabled"
+ENABLE_DELETION_VECTORS = "delta.enableDeletionVectors"
+COLUMN_MAPPING_MODE = "delta.columnMapping.mode"
+CONSTRAINT_PREFIX = "delta.constraints."
+FEATURE_PREFIX = "delta.feature."
+MIN_READER_VERSION = "delta.minReaderVersion"
+MIN_WRITER_VERSION = "delta.minWriterVersion"
+
+# Every feature name PROTOCOL.md (and delta-spark) knows; whether this implementation
+# can write a table with it is checked when the commit's protocol is validated.
+KNOWN_FEATURES = frozenset(
+    {
+        "appendOnly",
+        "invariants",
+        "checkConstraints",
+        "generatedColumns",
+        "allowColumnDefaults",
+        "changeDataFeed",
+        "columnMapping",
+        "identityColumns",
+        "deletionVectors",
+        "rowTracking",
+        "timestampNtz",
+        "domainMetadata",
+        "v2Checkpoint",
+        "catalogManaged",
+        "icebergCompatV1",
+        "icebergCompatV2",
+        "clustering",
+        "vacuumProtocolCheck",
+        "inCommitTimestamp",
+        "typeWidening",
+        "typeWidening-preview",
+        "variantType",
+        "variantType-preview",
+        "variantShredding",
+        "variantShredding-preview",
+        "checkpointProtection",
+        "collations-preview",
+    }
+)
+
+
+def _bad(key: str, value: str, expected: str) -> DeltaIllegalArgumentException:
+    return DeltaIllegalArgumentException(f"invalid value {value!r} for {key}: {expected}")
+
+
+def _check_bool(key: str, value: str) -> str:
+    if value.strip().lower() not in ("true", "false"):
+        raise _bad(key, value, "needs to be a boolean (true or false)")
+    return value.strip().lower()
+
+
+def _check_int(low: int, high: int | None = None) -> Callable[[str, str], str]:
+    def check(key: str, value: str) -> str:
+        text = value.strip()
+        if (
+            not re.fullmatch(r"[+-]?\d+", text)
+            or int(text) < low
+            or (high is not None and int(text) > high)
+        ):
+            bound = f"between {low} and {high}" if high is not None else f">= {low}"
+            raise _bad(key, value, f"needs to be an integer {bound}")
+        return str(int(text))
+
+    return check
+
+
+def _check_interval(key: str, value: str) -> str:
+    try:
+        if parse_interval_ms(value) <= 0:
+            raise _bad(key, value, "needs to be a positive interval")
+    except DeltaIllegalArgumentException:
+        raise _bad(
+            key, value, "needs to be a calendar interval such as 'interval 7 days' (no months)"
+        ) from None
+    return value.strip()
+
+
+def _check_choice(*choices: str) -> Callable[[str, str], str]:
+    by_lower = {c.lower(): c for c in choices}
+
+    def check(key: str, value: str) -> str:
+        found = by_lower.get(value.strip().lower())
+        if found is None:
+            raise _bad(key, value, f"must be one of {', '.join(choices)}")
+        return found
+
+    return check
+
+
+_SIZE = re.compile(r"^\s*(\d+)\s*(b|k|kb|m|mb|g|gb|t|tb)?\s*$", re.IGNORECASE)
+
+
+def _check_size(key: str, value: str) -> str:
+    m = _SIZE.match(value)
+    if not m or int(m.group(1)) <= 0:
+        raise _bad(key, value, "needs to be a positive size in bytes, e.g. 134217728 or 128mb")
+    return value.strip()
+
+
+def _check_parquet_version(key: str, value: str) -> str:
+    if not re.fullmatch(r"1\.0\.0|2\.\d+\.\d+", value.strip()):
+        raise _bad(key, value, "must be 1.0.0 or 2.<minor>.<patch>")
+    return value.strip()
+
+
+def _check_column_list(key: str, value: str) -> str:
+    names = split_column_list(value)
+    if not names or any(not n for n in names):
+        raise _bad(key, value, "needs to be a comma-separated list of column names")
+    return value.strip()
+
+
+def split_column_list(value: str) -> list[str]:
+    """``a, `b c`, s.x`` to column paths (backticks quote names with commas or spaces)."""
+    out, current, quoted = [], [], False
+    for ch in value:
+        if ch == "`":
+            quoted = not quoted
+            current.append(ch)
+        elif ch == "," and not quoted:
+            out.append("".join(current).strip())
+            current = []
+        else:
+            current.append(ch)
+    out.append("".join(current).strip())
+    return [n for n in out if n] if value.strip() else []
+
+
+@dataclass(frozen=True)
+class PropertySpec:
+    """A known table property: its canonical key, value check and what it needs.
+
+    ``feature``: the table feature the property needs when its value is ``true``;
+    ``settable``: False for properties the engine maintains itself.
+    """
+
+    key: str
+    check: Callable[[str, str], str]
+    feature: str | None = None
+    settable: bool = True
+    why_not: str = ""
+
+
+_SPECS = [
+    PropertySpec(APPEND_ONLY, _check_bool, "appendOnly"),
+    PropertySpec(CHECKPOINT_INTERVAL, _check_int(1)),
+    PropertySpec(LOG_RETENTION, _check_interval),
+    PropertySpec(DELETED_FILE_RETENTION, _check_interval),
+    PropertySpec("delta.setTransactionRetentionDuration", _check_interval),
+    PropertySpec("delta.checkpointRetentionDuration", _check_interval),
+    PropertySpec(EXPIRED_LOG_CLEANUP, _check_bool),
+    PropertySpec(CHECKPOINT_STATS_AS_JSON, _check_bool),
+    PropertySpec(CHECKPOINT_STATS_AS_STRUCT, _check_bool),
+    PropertySpec("delta.checkpointPolicy", _check_choice("classic", "v2")),
+    PropertySpec(IN_COMMIT_TIMESTAMPS, _check_bool, "inCommitTimestamp"),
+    PropertySpec(ISOLATION_LEVEL, _check_choice("Serializable", "WriteSerializable")),
+    PropertySpec(COLUMN_MAPPING_MODE, _check_choice("none", "name", "id")),
+    PropertySpec(ENABLE_DELETION_VECTORS, _check_bool, "deletionVectors"),
+    PropertySpec("delta.enableChangeDataFeed", _check_bool, "changeDataFeed"),
+    PropertySpec("delta.enableTypeWidening", _check_bool, "typeWidening"),
+    PropertySpec(SYMLINK_MANIFEST, _check_bool),
+    PropertySpec("delta.dataSkippingNumIndexedCols", _check_int(-1)),
+    PropertySpec("delta.dataSkippingStatsColumns", _check_column_list),
+    PropertySpec("delta.targetFileSize", _check_size),
+    PropertySpec("delta.tuneFileSizesForRewrites", _check_bool),
+    PropertySpec("delta.autoOptimize.optimizeWrite", _check_bool),
+    PropertySpec(
+        "delta.autoOptimize.autoCompact", _check_choice("true", "false", "auto", "legacy")
+    ),
+    PropertySpec("delta.randomizeFilePrefixes", _check_bool),
+    PropertySpec("delta.randomPrefixLength", _check_int(1)),
+    PropertySpec(
+        "delta.parquet.compression.codec",
+        _check_choice("uncompressed", "none", "snappy", "gzip", "lz4", "lz4_raw", "zstd"),
+    ),
+    PropertySpec("delta.parquet.format.version", _check_parquet_version),
+    PropertySpec(MIN_READER_VERSION, _check_int(1, 3)),
+    PropertySpec(MIN_WRITER_VERSION, _check_int(1, 7)),
+    PropertySpec(
+        "delta.columnMapping.maxColumnId",
+        _check_int(0),
+        settable=False,
+        why_not="it is maintained by the column mapping machinery",
+    ),
+    PropertySpec(
+        "delta.inCommitTimestampEnablementVersion",
+        _check_int(0),
+        settable=False,
+        why_not="it is set when in-commit timestamps are enabled",
+    ),
+    PropertySpec(
+        "delta.inCommitTimestampEnablementTimestamp",
+        _check_int(0),
+        settable=False,
+        why_not="it is set when in-commit timestamps are enabled",
+    ),
+    PropertySpec(
+        "delta.enableRowTracking",
+        _check_bool,
+        settable=False,
+        why_not="delta-pyspark does not write row tracking",
+    ),
+    PropertySpec(
+        "delta.universalFormat.enabledFormats",
+        lambda _key, value: value,
+        settable=False,
+        why_not="delta-pyspark does not write UniForm (Iceberg/Hudi) metadata",
+    ),
+    PropertySpec(
+        "delta.enableIcebergCompatV2",
+        _check_bool,
+        settable=False,
+        why_not="delta-pyspark does not write UniForm (Iceberg/Hudi) metadata",
+    ),
+]
+REGISTRY: dict[str, PropertySpec] = {s.key.lower(): s for s in _SPECS}
+
+
+def is_delta_key(key: str) -> bool:
+    return key.lower().startswith("delta.")
+
+
+def canonical_key(key: str) -> str:
+    """The stored spelling of a ``delta.*`` key (other keys are returned unchanged)."""
+    lower = key.lower()
+    if lower in REGISTRY:
+        return REGISTRY[lower].key
+    if lower.startswith(FEATURE_PREFIX.lower()):
+        name = key[len(FEATURE_PREFIX) :]
+        known = {f.lower(): f for f in KNOWN_FEATURES}
+        return FEATURE_PREFIX + known.get(name.lower(), name)
+    if lower.startswith(CONSTRAINT_PREFIX.lower()):
+        return CONSTRAINT_PREFIX + key[len(CONSTRAINT_PREFIX) :].lower()
+    return key
+
+
+def validate_property(key: str, value: str) -> tuple[str, str]:
+    """Check a property a user sets: ``(canonical key, normalised value)``.
+
+    Non-``delta.`` keys are free-form user properties. Unknown ``delta.`` keys, bad
+    values and engine-maintained keys raise DeltaIllegalArgumentException naming the key;
+    ``delta.constraints.*`` raise DeltaAnalysisException (constraints have their own API).
+    """
+    if not is_delta_key(key):
+        return key, value
+    lower = key.lower()
+    if lower.startswith(CONSTRAINT_PREFIX.lower()):
+        raise DeltaAnalysisException(
+            f"cannot set {key} as a table property: use DeltaTable.addConstraint "
+            "(ALTER TABLE ADD CONSTRAINT) to add CHECK constraints"
+        )
+    if lower.startswith(FEATURE_PREFIX.lower()):
+        canonical = canonical_key(key)
+        name = canonical[len(FEATURE_PREFIX) :]
+        if name not in KNOWN_FEATURES:
+            raise DeltaIllegalArgumentException(
+                f"unknown table feature {name!r} in {key}; known features: "
+                f"{', '.join(sorted(KNOWN_FEATURES))}"
+            )
+        if value.strip().lower() not in ("supported", "enabled"):
+            raise _bad(key, value, "table features can only be set to 'supported'")
+        return canonical, "supported"
+    spec = REGISTRY.get(lower)
+    if spec is None:
+        raise DeltaIllegalArgumentException(
+            f"unknown configuration {key!r}: not a delta.* table property delta-pyspark "
+            "knows (check the spelling; user properties must not start with 'delta.')"
+        )
+    if not spec.settable:
+        raise DeltaIllegalArgumentException(f"cannot set {spec.key}: {spec.why_not}")
+    return spec.key, spec.check(spec.key, str(value))
+
+
+def features_for_properties(configuration: Mapping[str, str]) -> set[str]:
+    """Table features the registry says ``configuration``'s values need."""
+    needed = set()
+    for key, value in configuration.items():
+        spec = REGISTRY.get(key.lower())
+        if spec and spec.feature and str(value).strip().lower() == "true":
+            needed.add(spec.feature)
+    return needed
+
+
+def symlink_manifest_enabled(conf: Mapping[str, str]) -> bool:
+    return _bool(conf, SYMLINK_MANIFEST, False)
+
+
+def deletion_vectors_enabled(conf: Mapping[str, str]) -> bool:
+    return _bool(conf, ENABLE_DELETION_VECTORS, False)

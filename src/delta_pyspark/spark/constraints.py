@@ -20,11 +20,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from delta_pyspark.core.actions import Metadata
 from delta_pyspark.core.delta_log import DeltaLog
-from delta_pyspark.core.schema import StructType
+from delta_pyspark.core.schema import StructField, StructType
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.table_features import protocol_for
 from delta_pyspark.core.transaction import Transaction
@@ -153,12 +153,16 @@ def _analysed_condition(df: DataFrame, name: str, expr: str) -> Column:
 
 
 def column_invariants(schema: StructType) -> list[tuple[str, str]]:
-    """``(column path, SQL expression)`` of every ``delta.invariants`` in the schema
-    (fields nested in structs included; the spec's JSON ``{"expression": {"expression":
-    ...}}``)."""
+    """``(dotted column name, SQL expression)`` of every ``delta.invariants`` in the
+    schema (fields nested in structs included; the spec's JSON ``{"expression":
+    {"expression": ...}}``)."""
+    return [(ref.display, expr) for ref, expr in _invariants(schema)]
+
+
+def _invariants(schema: StructType) -> list[tuple[_FieldRef, str]]:
     out = []
-    for path, field, _parent in _struct_fields(schema):
-        raw = field.metadata.get(INVARIANTS_KEY)
+    for ref in _struct_fields(schema):
+        raw = ref.field.metadata.get(INVARIANTS_KEY)
         if raw is None:
             continue
         try:
@@ -166,19 +170,36 @@ def column_invariants(schema: StructType) -> list[tuple[str, str]]:
             expression = doc["expression"]["expression"]
         except (ValueError, KeyError, TypeError):
             raise DeltaAnalysisException(
-                f"column {path} has a malformed {INVARIANTS_KEY}: {raw!r}"
+                f"column {ref.display} has a malformed {INVARIANTS_KEY}: {raw!r}"
             ) from None
-        out.append((path, str(expression)))
+        out.append((ref, str(expression)))
     return out
 
 
-def _struct_fields(schema: StructType, prefix: str = "") -> Iterator[tuple[str, Any, str | None]]:
-    """``(quoted path, field, quoted parent path)`` of fields reachable through structs."""
+class _FieldRef(NamedTuple):
+    """A field reachable through structs: its quoted path, its parent's (None at the top),
+    the top-level column it lives in and a readable dotted name."""
+
+    path: str
+    parent: str | None
+    top: str
+    display: str
+    field: StructField
+
+
+def _struct_fields(schema: StructType, parent: _FieldRef | None = None) -> Iterator[_FieldRef]:
     for f in schema.fields:
-        path = f"{prefix}.`{f.name}`" if prefix else f"`{f.name}`"
-        yield path, f, prefix or None
+        quoted = "`" + f.name.replace("`", "``") + "`"
+        ref = _FieldRef(
+            f"{parent.path}.{quoted}" if parent else quoted,
+            parent.path if parent else None,
+            parent.top if parent else f.name,
+            f"{parent.display}.{f.name}" if parent else f.name,
+            f,
+        )
+        yield ref
         if isinstance(f.type, StructType):
-            yield from _struct_fields(f.type, path)
+            yield from _struct_fields(f.type, ref)
 
 
 def guard_rows(df: DataFrame, schema: StructType, checks: Mapping[str, str]) -> DataFrame:
@@ -187,24 +208,21 @@ def guard_rows(df: DataFrame, schema: StructType, checks: Mapping[str, str]) -> 
 
     present = {c.lower() for c in df.columns}
     rules: list[tuple[Column, Column]] = []
-    for path, field, parent in _struct_fields(schema):
-        top = field.name if parent is None else _top_level(parent)
-        if field.nullable or top.lower() not in present:
+    for ref in _struct_fields(schema):
+        if ref.field.nullable or ref.top.lower() not in present:
             continue
-        broken = F.col(path).isNull()
-        if parent is not None:
-            broken = F.col(parent).isNotNull() & broken
-        display = path.replace("`", "")
-        rules.append(
-            (broken, F.lit(f"{_START} NOT NULL constraint violated for column: {display}.{_END}"))
-        )
+        broken = F.col(ref.path).isNull()
+        if ref.parent is not None:
+            broken = F.col(ref.parent).isNotNull() & broken
+        message = f"{_START} NOT NULL constraint violated for column: {ref.display}.{_END}"
+        rules.append((broken, F.lit(message)))
     for name, expr in checks.items():
         title = f"CHECK constraint {name} ({expr}) violated by row with values:"
         rules.append(_rule(df, expr, title))
-    for path, expr in column_invariants(schema):
-        if _top_level(path).lower() not in present:
+    for ref, expr in _invariants(schema):
+        if ref.top.lower() not in present:
             continue
-        title = f"Invariant ({expr}) on column {path.replace('`', '')} violated by row with values:"
+        title = f"Invariant ({expr}) on column {ref.display} violated by row with values:"
         rules.append(_rule(df, expr, title))
     if not rules:
         return df
@@ -223,10 +241,6 @@ def _rule(df: DataFrame, expr: str, title: str) -> tuple[Column, Column]:
         parts += [F.lit(f"\n - {c} : "), _display(_col(c))]
     parts.append(F.lit(_END))
     return ~F.coalesce(F.expr(expr), F.lit(False)), F.concat(*parts)
-
-
-def _top_level(path: str) -> str:
-    return path.split("`.`")[0].strip("`")
 
 
 def _col(name: str) -> Column:
@@ -279,5 +293,8 @@ def violation_from(error: BaseException) -> InvariantViolationError | None:
         return None
     start += len(_START)
     end = text.find(_END, start)
-    detail = text[start:end] if end >= 0 else text[start:].split(". SQLSTATE")[0]
-    return InvariantViolationError(detail.strip())
+    if end >= 0:
+        detail = text[start:end].strip()
+    else:  # a one-line message without the end marker (e.g. the replaceWhere guard)
+        detail = text[start:].strip().splitlines()[0].split(". SQLSTATE")[0].rstrip(" .")
+    return InvariantViolationError(detail)
