@@ -45,6 +45,8 @@ if TYPE_CHECKING:
 
 ROW_INDEX = "__delta_row_index"
 FILE_PATH = "__delta_file_path"
+_DELETED_PATH = "__delta_deleted_file_path"
+_DELETED_ROW = "__delta_deleted_row_index"
 
 
 class DeltaFileNotFoundError(DeltaError, FileNotFoundError):
@@ -287,7 +289,13 @@ def _with_row_ids(df: DataFrame) -> DataFrame:
 def _apply_dvs(
     spark: SparkSession, root: str, files: pa.Table, df: DataFrame, keep_row_ids: bool = False
 ) -> DataFrame:
-    """Drop the rows each file's deletion vector marks, with a broadcast anti-join."""
+    """Drop the rows each file's deletion vector marks, with a broadcast anti-join.
+
+    The join key is the row index alone (a long: a cheap hash probe per row); the file
+    path is compared only for the few rows whose index some vector holds. Written as
+    ``least = greatest`` so the optimizer keeps it out of the key: hashing every row's
+    path string made reads of such files about twice as slow.
+    """
     from pyspark.sql import functions as F
 
     from delta_pyspark.core.log_store import log_store_for
@@ -302,12 +310,17 @@ def _apply_dvs(
         indexes.append(rows)
     deleted = pa.table(
         {
-            FILE_PATH: pa.array(np.concatenate(uris) if uris else [], pa.string()),
-            ROW_INDEX: pa.array(np.concatenate(indexes) if indexes else [], pa.int64()),
+            _DELETED_PATH: pa.array(np.concatenate(uris) if uris else [], pa.string()),
+            _DELETED_ROW: pa.array(np.concatenate(indexes) if indexes else [], pa.int64()),
         }
     )
-    deleted_df = spark.createDataFrame(deleted)
-    kept = _with_row_ids(df).join(F.broadcast(deleted_df), [FILE_PATH, ROW_INDEX], "left_anti")
+    deleted_df = F.broadcast(spark.createDataFrame(deleted))
+    rows = _with_row_ids(df)
+    path, other = F.col(FILE_PATH), F.col(_DELETED_PATH)
+    on = (F.col(ROW_INDEX) == F.col(_DELETED_ROW)) & (
+        F.least(path, other) == F.greatest(path, other)
+    )
+    kept = rows.join(deleted_df, on, "left_anti")
     return kept if keep_row_ids else kept.drop(FILE_PATH, ROW_INDEX)
 
 
