@@ -7,6 +7,7 @@ import sys
 
 BENCHMARKS = {
     "merge": "benchmarks.merge",
+    "deletion_vectors": "benchmarks.deletion_vectors",
     "snapshot_load": "benchmarks.snapshot_load",
     "spark_scan_write": "benchmarks.spark_scan_write",
     "commit_throughput": "benchmarks.commit_throughput",
