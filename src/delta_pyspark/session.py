@@ -25,6 +25,9 @@ from delta_pyspark.spark.write_command import WriteRequest, write_delta
 SESSION_DEFAULTS = {
     # Spark writes INT96 timestamps by default: no Parquet statistics, poor interop.
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+    # Scans name the snapshot's files explicitly; above this many paths Spark "lists" them
+    # with a distributed job (one task per file): 1,000 files took 9-13 s vs 1.7-2.6 s.
+    "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
 }
 
 

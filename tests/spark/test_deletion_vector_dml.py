@@ -265,3 +265,21 @@ def test_hundred_concurrent_deletes_of_disjoint_rows_all_commit(spark: Any, tmp_
     files = log.snapshot().files.to_pylist()
     assert len(files) == 2
     assert sorted(f["deletionVector"]["cardinality"] for f in files) == [500, 500]
+
+
+def test_enabling_on_an_existing_table_adds_the_feature(spark: Any, tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    spark.range(20).selectExpr("id", "id * 10 AS v", "CAST(id % 2 AS STRING) AS p").write.format(
+        "delta"
+    ).save(path)
+    dt = DeltaTable.forPath(spark, path)
+    dt.delete("id = 0")  # copy-on-write: no vectors yet
+    assert all(r["deletionVector"] is None for r in DeltaLog(path).snapshot().files.to_pylist())
+    dt.setProperties({"delta.enableDeletionVectors": "true"})
+    protocol = DeltaLog(path).snapshot().protocol
+    assert "deletionVectors" in (protocol.reader_features or ())
+    assert "deletionVectors" in (protocol.writer_features or ())
+    before = _parquet_files(path)
+    dt.delete("id = 1")
+    assert _parquet_files(path) == before
+    assert _rows(spark, path) == _expected(range(2, 20))
