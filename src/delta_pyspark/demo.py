@@ -1,6 +1,6 @@
 """A guided tour: ``./dev demo`` creates a table in ./demo-table with an embedded
 local Spark and walks through write, append, read, schema enforcement, schema
-evolution, time travel and history."""
+evolution, DML, time travel, deletion vectors, OPTIMIZE, RESTORE and history."""
 
 from __future__ import annotations
 
@@ -93,7 +93,20 @@ def main() -> int:
     print(f"timestampAsOf {ts} (UTC):")
     spark.read.format("delta").option("timestampAsOf", ts).load(path).orderBy("id").show()
 
-    step("8. history")
+    step("8. deletion vectors: enable them, then DELETE marks the row instead of rewriting")
+    table.setProperties({"delta.enableDeletionVectors": "true"})
+    table.delete("id = 3")
+    spark.read.format("delta").load(path).orderBy("id").show()
+
+    step("9. OPTIMIZE: compact small files (and purge deleted rows) without changing data")
+    compaction = table.optimize().executeCompaction()
+    compaction.select("metrics.numFilesAdded", "metrics.numFilesRemoved").show()
+
+    step("10. RESTORE the table to version 1 (one commit; history keeps everything)")
+    table.restoreToVersion(1).show()
+    spark.read.format("delta").load(path).orderBy("id").show()
+
+    step("11. history")
     DeltaTable.forPath(spark, path).history().select(
         "version", "operation", "operationParameters", "operationMetrics"
     ).show(truncate=60)

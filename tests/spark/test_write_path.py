@@ -341,3 +341,21 @@ def test_detail_and_history(spark: Any, tmp_path: Path) -> None:
     assert int(metrics["numDeletedRows"]) == 2
     assert json.loads(hist[0].operationParameters["predicate"]) == ["id < 2"]
     assert rows(table.toDF()) == [(2,), (3,)]
+
+
+def test_struct_with_a_not_null_field_accepts_valid_rows_and_rejects_nulls(
+    spark: Any, tmp_path: Path
+) -> None:
+    from pyspark.sql.types import LongType, StringType, StructField, StructType
+
+    path = str(tmp_path / "t")
+    inner = StructType([StructField("a", LongType(), False), StructField("b", StringType())])
+    DeltaTable.create(spark).location(path).addColumn("id", "long").addColumn("s", inner).execute()
+    ddl = "id long, s struct<a:long,b:string>"
+    spark.createDataFrame([(1, (2, "x"))], ddl).write.format("delta").mode("append").save(path)
+    with pytest.raises(InvariantViolationError, match=r"NOT NULL .* s\.a"):
+        spark.createDataFrame([(3, (None, "y"))], ddl).write.format("delta").mode("append").save(
+            path
+        )
+    rows = spark.read.format("delta").load(path).collect()
+    assert [(r.id, r.s.a, r.s.b) for r in rows] == [(1, 2, "x")]

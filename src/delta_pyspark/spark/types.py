@@ -20,3 +20,25 @@ def to_spark_type(dt: DataType) -> Any:
 
 def from_spark_schema(schema: Any) -> StructType:
     return StructType.from_json(schema.jsonValue())
+
+
+def relaxed(spark_type: Any) -> Any:
+    """``spark_type`` with every nested field, array element and map value nullable.
+
+    Casting incoming data to a struct with a NOT NULL field fails in Spark's analyzer
+    even when no value is null; nullability is enforced row by row instead, by the
+    write's constraint check.
+    """
+    from pyspark.sql.types import ArrayType, MapType
+    from pyspark.sql.types import StructField as SparkField
+    from pyspark.sql.types import StructType as SparkStruct
+
+    if isinstance(spark_type, SparkStruct):
+        return SparkStruct(
+            [SparkField(f.name, relaxed(f.dataType), True, f.metadata) for f in spark_type.fields]
+        )
+    if isinstance(spark_type, ArrayType):
+        return ArrayType(relaxed(spark_type.elementType), True)
+    if isinstance(spark_type, MapType):
+        return MapType(relaxed(spark_type.keyType), relaxed(spark_type.valueType), True)
+    return spark_type

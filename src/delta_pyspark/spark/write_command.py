@@ -39,7 +39,7 @@ from delta_pyspark.spark.auto_compact import auto_compact
 from delta_pyspark.spark.optimized_write import optimize_write_enabled
 from delta_pyspark.spark.rewrite import rewrite_without
 from delta_pyspark.spark.session_conf import auto_merge, user_metadata
-from delta_pyspark.spark.types import from_spark_schema, to_spark_type
+from delta_pyspark.spark.types import from_spark_schema, relaxed, to_spark_type
 from delta_pyspark.spark.write import enforce_constraints, table_constraints, write_files
 
 if TYPE_CHECKING:
@@ -94,9 +94,9 @@ def _align(df: DataFrame, schema: StructType) -> DataFrame:
     for f in schema.fields:
         src = by_name.get(f.name.lower())
         if src is None:
-            cols.append(F.lit(None).cast(to_spark_type(f.type)).alias(f.name))
+            cols.append(F.lit(None).cast(relaxed(to_spark_type(f.type))).alias(f.name))
         else:
-            cols.append(F.col(f"`{src}`").cast(to_spark_type(f.type)).alias(f.name))
+            cols.append(F.col(f"`{src}`").cast(relaxed(to_spark_type(f.type))).alias(f.name))
     return df.select(*cols)
 
 
