@@ -11,6 +11,7 @@ BENCHMARKS = {
     "snapshot_load": "benchmarks.snapshot_load",
     "spark_scan_write": "benchmarks.spark_scan_write",
     "commit_throughput": "benchmarks.commit_throughput",
+    "optimize": "benchmarks.optimize",
 }
 
 

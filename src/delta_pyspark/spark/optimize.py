@@ -46,7 +46,12 @@ from delta_pyspark.core.optimize_plan import (
 )
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.transaction import Transaction
-from delta_pyspark.exceptions import DeltaAnalysisException, DeltaIllegalArgumentException
+from delta_pyspark.exceptions import (
+    DeltaAnalysisException,
+    DeltaError,
+    DeltaIllegalArgumentException,
+)
+from delta_pyspark.spark.rewrite import live_rows, num_records
 from delta_pyspark.spark.scan import prune_files, session_time_zone
 from delta_pyspark.spark.session_conf import user_metadata
 
@@ -265,6 +270,7 @@ def run_optimize(
             adds = write_zordered(spark, snapshot, files, bins, zorder, target)
         else:
             adds = write_bins(spark, snapshot, files, bins)
+        _check_rows_kept(chosen, adds)
         removes = remove_actions(chosen, data_change=False)
         txn.remove_files(removes)
         txn.add_files(adds)
@@ -279,12 +285,27 @@ def run_optimize(
     return OptimizeResult(snapshot.table_root, metrics, version)
 
 
+def _check_rows_kept(removed: pa.Table, adds: list[dict[str, Any]]) -> None:
+    """Refuse to commit a rewrite whose files do not hold exactly the rows it replaces
+    (from the stats: rows of the old files net of deletion vectors, rows written)."""
+    before = live_rows(removed)
+    if before is None:
+        return  # an old file without row count: nothing to compare with
+    after = num_records(adds)
+    if after != before:
+        raise DeltaError(
+            f"OPTIMIZE wrote {after} rows in place of {before}; nothing was committed "
+            "(this is a bug: please report it)"
+        )
+
+
 def _parameters(spec: OptimizeSpec, zorder: list[tuple[str, ...]]) -> dict[str, Any]:
-    params: dict[str, Any] = {"predicate": json.dumps(spec.predicates)}
+    compact = (",", ":")  # delta-spark's (Jackson's) JSON spelling
+    params: dict[str, Any] = {"predicate": json.dumps(spec.predicates, separators=compact)}
     if spec.purge:
         params["applyPurge"] = True
         return params
-    params["zOrderBy"] = json.dumps([".".join(p) for p in zorder])
+    params["zOrderBy"] = json.dumps([".".join(p) for p in zorder], separators=compact)
     params["auto"] = spec.auto
     return params
 
