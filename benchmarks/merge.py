@@ -8,12 +8,16 @@ into its own copy of that directory. The source holds 1% of the rows with new va
 existing ones), built once per scenario, saved as Parquet and loaded by each engine
 (Spark for ours, pyarrow for ``deltalake``).
 
-Two scenarios:
+Scenarios:
 
 - ``uniform``: updated and inserted ids spread over the whole id range (every file
   is touched);
 - ``clustered``: updated and inserted ids within the first 5% of the id range, so
-  pruning files by the source's key range matters.
+  pruning files by the source's key range matters;
+- ``uniform-dv``: the uniform source merged into a copy of the target written with
+  ``delta.enableDeletionVectors=true``: our merge marks the matched rows in deletion
+  vectors and writes only the new and updated rows; ``deltalake`` (which does not
+  write deletion vectors) merges into its copy of the same table by rewriting files.
 
 Both engines run ``MERGE ... ON t.id = src.id WHEN MATCHED UPDATE * WHEN NOT MATCHED
 INSERT *``. Printed per scenario: wall times and their ratio ours / deltalake (target
@@ -26,8 +30,16 @@ alias equal to a target column name our merge does not recognise ``t.id = s.id``
 key equality, so it prunes no files (and its transaction reads the whole table).
 ``DELTA_BENCH_SOURCE_ALIAS=s`` measures that case.
 
+Before timing, one merge of the same shape on a ``DELTA_BENCH_WARMUP_ROWS``-row table
+(default 1,000,000) warms the JVM: class loading, code generation and the JIT of
+Spark's Parquet, join and write loops (with a 1,000-row warm-up the first large merge
+measured ~2x its later runs). ``DELTA_BENCH_REPEATS`` (default 1) times each merge that
+many times, each on a fresh copy of the target, and prints the best and every run
+(the ratio uses the best of each engine).
+
 ``DELTA_BENCH_ROWS`` overrides the row count (default 10,000,000);
-``DELTA_BENCH_FILES`` the number of files in the target (default 48).
+``DELTA_BENCH_FILES`` the number of files in the target (default 48);
+``DELTA_BENCH_SCENARIOS`` a comma-separated subset of the scenarios.
 """
 
 from __future__ import annotations
@@ -44,6 +56,9 @@ FRACTION = 0.01  # of ROWS updated, and of ROWS inserted
 CLUSTERED_SPAN = 0.05  # clustered scenario: updates among the first 5% of ids
 SEED = 42
 ALIAS = os.environ.get("DELTA_BENCH_SOURCE_ALIAS", "src")
+WARMUP_ROWS = int(os.environ.get("DELTA_BENCH_WARMUP_ROWS", "1000000"))
+REPEATS = max(1, int(os.environ.get("DELTA_BENCH_REPEATS", "1")))
+SCENARIOS = ("uniform", "clustered", "uniform-dv")
 
 
 def _v(ids: Any) -> Any:
@@ -51,15 +66,17 @@ def _v(ids: Any) -> Any:
     return ids % 1000
 
 
-def _source(path: str, scenario: str) -> tuple[int, int]:
-    """Write the source Parquet; (rows, expected sum(v) of the merged table)."""
+def _source(path: str, scenario: str, rows: int | None = None) -> tuple[int, int]:
+    """Write the source Parquet for a ``rows``-row target (default ``ROWS``);
+    (rows, expected sum(v) of the merged table)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    rows = ROWS if rows is None else rows
     rng = np.random.default_rng(SEED)
-    n = max(1, int(ROWS * FRACTION))
-    span = ROWS if scenario == "uniform" else max(n, int(ROWS * CLUSTERED_SPAN))
+    n = max(1, int(rows * FRACTION))
+    span = rows if not scenario.startswith("clustered") else max(n, int(rows * CLUSTERED_SPAN))
     updated = 2 * rng.choice(span, size=n, replace=False).astype(np.int64)
     inserted = 2 * rng.choice(span, size=n, replace=False).astype(np.int64) + 1
     ids = np.concatenate([updated, inserted])
@@ -74,17 +91,21 @@ def _source(path: str, scenario: str) -> tuple[int, int]:
         }
     )
     pq.write_table(table, path)
-    before = int(_v(2 * np.arange(ROWS, dtype=np.int64)).sum())
+    before = int(_v(2 * np.arange(rows, dtype=np.int64)).sum())
     expected = before - int(_v(updated).sum()) + int(v.sum())
     return ids.size, expected
 
 
 def _theirs_totals(path: str) -> tuple[int, int]:
+    """count(*), sum(v) as ``deltalake``'s query engine reads the table (its pyarrow
+    reader refuses tables with the deletion-vector reader feature)."""
     import deltalake
-    import pyarrow.compute as pc
+    import pyarrow as pa
 
-    v = deltalake.DeltaTable(path).to_pyarrow_table(columns=["v"]).column("v")
-    return len(v), int(pc.sum(v).as_py())
+    query = deltalake.QueryBuilder().register("t", deltalake.DeltaTable(path))
+    result = pa.table(query.execute("SELECT count(*) AS n, sum(v) AS v FROM t").read_all())
+    row = result.to_pylist()[0]
+    return int(row["n"]), int(row["v"])
 
 
 def _ours_totals(spark: Any, path: str) -> tuple[int, int]:
@@ -94,63 +115,90 @@ def _ours_totals(spark: Any, path: str) -> tuple[int, int]:
     return int(row[0]), int(row[1])
 
 
-def _run(spark: Any, work: str, base: str, scenario: str) -> None:
-    import deltalake
-    import pyarrow.parquet as pq
-
-    from delta_pyspark.core.delta_log import DeltaLog
+def _merge_ours(spark: Any, path: str, src_path: str) -> float:
     from delta_pyspark.tables import DeltaTable
 
-    src_path = f"{work}/source_{scenario}.parquet"
-    n_source, expected_sum = _source(src_path, scenario)
-    ours, theirs = f"{work}/ours_{scenario}", f"{work}/theirs_{scenario}"
-    shutil.copytree(base, ours)
-    shutil.copytree(base, theirs)
-    files_in_table = DeltaLog(ours).snapshot().num_files
-
-    # ours: the source loaded by Spark from the Parquet file, as a user would
     start = time.perf_counter()
-    source = spark.read.parquet(src_path)
+    source = spark.read.parquet(src_path)  # loaded by Spark, as a user would
     (
-        DeltaTable.forPath(spark, ours)
+        DeltaTable.forPath(spark, path)
         .alias("t")
         .merge(source.alias(ALIAS), f"t.id = {ALIAS}.id")
         .whenMatchedUpdateAll()
         .whenNotMatchedInsertAll()
         .execute()
     )
-    t_ours = time.perf_counter() - start
-    m_ours = DeltaLog(ours).history(1)[0]["operationMetrics"]
+    return time.perf_counter() - start
 
-    # deltalake: the source loaded by pyarrow from the same file
+
+def _merge_theirs(path: str, src_path: str) -> float:
+    import deltalake
+    import pyarrow.parquet as pq
+
     start = time.perf_counter()
-    arrow_source = pq.read_table(src_path)
+    arrow_source = pq.read_table(src_path)  # the same file, loaded by pyarrow
     (
-        deltalake.DeltaTable(theirs)
+        deltalake.DeltaTable(path)
         .merge(arrow_source, f"t.id = {ALIAS}.id", source_alias=ALIAS, target_alias="t")
         .when_matched_update_all()
         .when_not_matched_insert_all()
         .execute()
     )
-    t_rs = time.perf_counter() - start
+    return time.perf_counter() - start
+
+
+def _timed(run: Any, base: str, path: str) -> list[float]:
+    """``REPEATS`` timings of ``run(path)``, each on a fresh copy of ``base``; the last
+    copy is left in place."""
+    times = []
+    for _ in range(REPEATS):
+        shutil.rmtree(path, ignore_errors=True)
+        shutil.copytree(base, path)
+        times.append(run(path))
+    return times
+
+
+def _spread(times: list[float]) -> str:
+    return "" if len(times) == 1 else f" (runs {', '.join(f'{t:.2f}' for t in times)})"
+
+
+def _run(spark: Any, work: str, base: str, scenario: str) -> None:
+    import deltalake
+
+    from delta_pyspark.core.delta_log import DeltaLog
+
+    src_path = f"{work}/source_{scenario}.parquet"
+    n_source, expected_sum = _source(src_path, scenario)
+    ours, theirs = f"{work}/ours_{scenario}", f"{work}/theirs_{scenario}"
+    files_in_table = DeltaLog(base).snapshot().num_files
+    t_ours = _timed(lambda p: _merge_ours(spark, p, src_path), base, ours)
+    m_ours = DeltaLog(ours).history(1)[0]["operationMetrics"]
+    t_rs = _timed(lambda p: _merge_theirs(p, src_path), base, theirs)
     m_rs = deltalake.DeltaTable(theirs).history(1)[0]["operationMetrics"]
 
     expected = (ROWS + n_source // 2, expected_sum)
     got_ours, got_rs = _ours_totals(spark, ours), _theirs_totals(theirs)
-    ok = got_ours == got_rs == expected
+    ours_by_rs = _theirs_totals(ours)  # deltalake reads our result (vectors included)
+    ok = got_ours == got_rs == ours_by_rs == expected
+    best_ours, best_rs = min(t_ours), min(t_rs)
 
     print(
         f"-- {scenario}: source {n_source:,} rows ({n_source // 2:,} updates + "
         f"{n_source // 2:,} inserts), alias {ALIAS!r}"
     )
     print(
-        f"   merge    ours {t_ours:7.2f}s  deltalake {t_rs:7.2f}s  "
-        f"ratio {t_ours / t_rs:.3f}  (target <= 1.0)"
+        f"   merge    ours {best_ours:7.2f}s{_spread(t_ours)}  deltalake {best_rs:7.2f}s"
+        f"{_spread(t_rs)}  ratio {best_ours / best_rs:.3f}  (target <= 1.0)"
     )
     print(
         f"   files    ours rewrote {m_ours['numTargetFilesRemoved']} / {files_in_table} "
-        f"(added {m_ours['numTargetFilesAdded']}); deltalake rewrote "
-        f"{m_rs.get('num_target_files_removed')} / {files_in_table} "
+        f"(added {m_ours['numTargetFilesAdded']}"
+        + (
+            f", deletion vectors added {m_ours['numTargetDeletionVectorsAdded']}"
+            if "numTargetDeletionVectorsAdded" in m_ours
+            else ""
+        )
+        + f"); deltalake rewrote {m_rs.get('num_target_files_removed')} / {files_in_table} "
         f"(added {m_rs.get('num_target_files_added')}; its metrics say scanned "
         f"{m_rs.get('num_target_files_scanned')}, skipped "
         f"{m_rs.get('num_target_files_skipped_during_scan')})"
@@ -158,6 +206,7 @@ def _run(spark: Any, work: str, base: str, scenario: str) -> None:
     print(
         f"   phases   ours scan {m_ours['scanTimeMs']} ms, rewrite {m_ours['rewriteTimeMs']} ms; "
         f"deltalake scan {m_rs.get('scan_time_ms')} ms, rewrite {m_rs.get('rewrite_time_ms')} ms"
+        " (last run of each)"
     )
     print(
         f"   rows     ours updated {m_ours['numTargetRowsUpdated']} inserted "
@@ -166,61 +215,70 @@ def _run(spark: Any, work: str, base: str, scenario: str) -> None:
         f"{m_rs.get('num_target_rows_inserted')} copied {m_rs.get('num_target_rows_copied')}"
     )
     print(
-        f"   check    count, sum(v): ours {got_ours}, deltalake {got_rs}, expected {expected}"
-        f" -> {'OK' if ok else 'MISMATCH'}"
+        f"   check    count, sum(v): ours {got_ours} (read by deltalake {ours_by_rs}), "
+        f"deltalake {got_rs}, expected {expected} -> {'OK' if ok else 'MISMATCH'}"
     )
     shutil.rmtree(ours, ignore_errors=True)
     shutil.rmtree(theirs, ignore_errors=True)
 
 
-def _warm_up(spark: Any, work: str) -> None:
-    """One small merge so JVM class loading and code generation are not timed."""
-    from delta_pyspark.tables import DeltaTable
+def _write_target(spark: Any, path: str, rows: int, files: int, dv: bool) -> None:
+    from pyspark.sql import functions as F
 
-    path = f"{work}/warm"
-    spark.range(1000).selectExpr("id", "id AS v").write.format("delta").save(path)
-    source = spark.range(990, 1010).selectExpr("id", "id * 2 AS v")
-    (
-        DeltaTable.forPath(spark, path)
-        .alias("t")
-        .merge(source.alias("s"), "t.id = s.id")
-        .whenMatchedUpdateAll()
-        .whenNotMatchedInsertAll()
-        .execute()
+    writer = (
+        spark.range(0, 2 * rows, 2)
+        .select(
+            F.col("id"),
+            _v(F.col("id")).alias("v"),
+            F.concat(F.lit("s"), (F.col("id") % 97).cast("string")).alias("s"),
+            (F.rand(7) * 1000).alias("d"),
+        )
+        .repartitionByRange(files, "id")
+        .sortWithinPartitions("id")
+        .write.format("delta")
     )
+    if dv:
+        writer = writer.option("delta.enableDeletionVectors", "true")
+    writer.save(path)
+
+
+def _warm_up(spark: Any, work: str) -> None:
+    """One merge of the benchmark's shape on a ``WARMUP_ROWS``-row table, untimed, so JVM
+    class loading, code generation and the JIT of the hot loops are not timed."""
+    path, src_path = f"{work}/warm", f"{work}/warm_source.parquet"
+    _write_target(spark, path, WARMUP_ROWS, max(1, min(FILES, WARMUP_ROWS // 20_000)), False)
+    _source(src_path, "uniform", WARMUP_ROWS)
+    _merge_ours(spark, path, src_path)
     shutil.rmtree(path, ignore_errors=True)
 
 
 def main() -> None:
-    from pyspark.sql import functions as F
-
     from benchmarks.spark_session import bench_session
     from delta_pyspark.core.delta_log import DeltaLog
 
+    chosen = os.environ.get("DELTA_BENCH_SCENARIOS")
+    scenarios = [s.strip() for s in chosen.split(",")] if chosen else list(SCENARIOS)
+    unknown = sorted(set(scenarios) - set(SCENARIOS))
+    if unknown:
+        raise SystemExit(f"unknown scenario(s) {unknown}; known: {', '.join(SCENARIOS)}")
     spark = bench_session()
     work = tempfile.mkdtemp(prefix="delta-bench-merge-")
     try:
-        base = f"{work}/base"
-        start = time.perf_counter()
-        (
-            spark.range(0, 2 * ROWS, 2)
-            .select(
-                F.col("id"),
-                (F.col("id") % 1000).alias("v"),
-                F.concat(F.lit("s"), (F.col("id") % 97).cast("string")).alias("s"),
-                (F.rand(7) * 1000).alias("d"),
+        bases: dict[bool, str] = {}
+        for dv in sorted({s.endswith("-dv") for s in scenarios}):
+            bases[dv] = f"{work}/base{'_dv' if dv else ''}"
+            start = time.perf_counter()
+            _write_target(spark, bases[dv], ROWS, FILES, dv)
+            written = time.perf_counter() - start
+            files = DeltaLog(bases[dv]).snapshot().num_files
+            print(
+                f"target{' (deletion vectors enabled)' if dv else ''}: {ROWS:,} rows in "
+                f"{files} files sorted by id (written in {written:.1f}s)"
             )
-            .repartitionByRange(FILES, "id")
-            .sortWithinPartitions("id")
-            .write.format("delta")
-            .save(base)
-        )
-        written = time.perf_counter() - start
-        files = DeltaLog(base).snapshot().num_files
-        print(f"target: {ROWS:,} rows in {files} files sorted by id (written in {written:.1f}s)")
+        print(f"warm-up: one untimed merge on {WARMUP_ROWS:,} rows; {REPEATS} timed run(s) each")
         _warm_up(spark, work)
-        for scenario in ("uniform", "clustered"):
-            _run(spark, work, base, scenario)
+        for scenario in scenarios:
+            _run(spark, work, bases[scenario.endswith("-dv")], scenario)
     finally:
         spark.stop()
         shutil.rmtree(work, ignore_errors=True)

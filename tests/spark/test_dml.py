@@ -544,6 +544,177 @@ def test_merge_with_column_conditions_unaliased_source(spark: Any, table: tuple[
     assert got[5] == 55 and got[6] == 60
 
 
+def _ranged_table(spark: Any, path: str, dv: bool) -> None:
+    """Ids 0-39 (v = 10 * id), one file per ten ids, with or without deletion vectors."""
+    for lo in range(0, 40, 10):
+        rows = [(i, i * 10, f"s{i}", "a" if i < 20 else "b") for i in range(lo, lo + 10)]
+        writer = spark.createDataFrame(rows, SCHEMA).coalesce(1).write.format("delta")
+        if dv and lo == 0:
+            writer = writer.option("delta.enableDeletionVectors", "true")
+        writer.mode("append").save(path)
+
+
+@pytest.mark.parametrize("dv", [False, True], ids=["copy-on-write", "deletion-vectors"])
+@pytest.mark.parametrize("unique", [True, False], ids=["unique-keys", "duplicate-keys"])
+def test_merge_metrics_exact(spark: Any, tmp_path: Path, dv: bool, unique: bool):
+    """Every clause kind at once; with duplicate source keys (matching no target row) the
+    merge takes the per-target-row aggregation path, with unique keys the one-level one."""
+    path = str(tmp_path / "t")
+    _ranged_table(spark, path, dv)
+    src = [
+        (1, 11, "upd", "a"),  # matched, updated
+        (5, -5, "upd", "a"),  # matched, update condition false: unchanged, not inserted
+        (22, 222, "upd", "b"),  # matched, updated
+        (30, 0, "del", "b"),  # matched, deleted
+        (100, 1, "new", "b"),  # inserted
+        (None, 2, "nokey", "a"),  # null key: never matches, inserted
+        (None, 3, "nokey", "a"),  # a second null key does not make the keys non-unique
+    ]
+    if not unique:
+        src.append((100, 4, "new", "b"))  # duplicate key, no target row: both inserted
+    result = (
+        _merge(spark, path, src)
+        .whenMatchedDelete("s.s = 'del'")
+        .whenMatchedUpdate("s.v > 0", {"v": "s.v", "s": "s.s"})
+        .whenNotMatchedInsertAll()
+        .execute()
+    )
+    inserted = 4 if not unique else 3
+    assert _counts(result) == (3 + inserted, 2, 1, inserted)
+    expected = [(i, i * 10, f"s{i}", "a" if i < 20 else "b") for i in range(40) if i != 30]
+    expected = [(1, 11, "upd", "a") if r[0] == 1 else r for r in expected]
+    expected = [(22, 222, "upd", "b") if r[0] == 22 else r for r in expected]
+    expected += [r for r in src if r[0] is None or r[0] == 100]
+    assert _rows(spark, path) == _model(expected)
+    m = _last(path)["operationMetrics"]
+    # copy-on-write rewrites the three files with matches (ids 0-9, 20-29, 30-39)
+    copied = 0 if dv else 30 - 2 - 1
+    assert {
+        k: m[k]
+        for k in (
+            "numSourceRows",
+            "numTargetRowsInserted",
+            "numTargetRowsUpdated",
+            "numTargetRowsMatchedUpdated",
+            "numTargetRowsDeleted",
+            "numTargetRowsMatchedDeleted",
+            "numTargetRowsCopied",
+            "numOutputRows",
+            "numTargetFilesRemoved",
+        )
+    } == {
+        "numSourceRows": len(src),
+        "numTargetRowsInserted": inserted,
+        "numTargetRowsUpdated": 2,
+        "numTargetRowsMatchedUpdated": 2,
+        "numTargetRowsDeleted": 1,
+        "numTargetRowsMatchedDeleted": 1,
+        "numTargetRowsCopied": copied,
+        "numOutputRows": copied + 2 + inserted,
+        "numTargetFilesRemoved": 0 if dv else 3,
+    }
+    version = DeltaLog(path).snapshot().version
+    lines = (Path(path) / "_delta_log" / f"{version:020d}.json").read_text().splitlines()
+    adds = [json.loads(line)["add"] for line in lines if line.startswith('{"add"')]
+    new_files = [a for a in adds if not a.get("deletionVector")]
+    assert sum(json.loads(a["stats"])["numRecords"] for a in new_files) == copied + 2 + inserted
+    if dv:  # the three matched files are re-added with vectors of their changed rows only
+        vectors = [a["deletionVector"]["cardinality"] for a in adds if a.get("deletionVector")]
+        assert sorted(vectors) == [1, 1, 1] and m["numTargetDeletionVectorsAdded"] == 3
+
+
+def test_merge_source_rows_of_many_partitions_keep_distinct_ids(spark: Any, tmp_path: Path):
+    """Unmatched source rows are found by their ids: rows of every partition count."""
+    path = str(tmp_path / "t")
+    _ranged_table(spark, path, dv=False)
+    src = spark.range(0, 200, 1, numPartitions=8).selectExpr(
+        "id", "-id AS v", "'src' AS s", "'c' AS p"
+    )
+    result = (
+        DeltaTable.forPath(spark, path)
+        .alias("t")
+        .merge(src.alias("s"), "t.id = s.id")
+        .whenMatchedUpdateAll()
+        .whenNotMatchedInsertAll()
+        .execute()
+    )
+    assert _counts(result) == (200, 40, 0, 160)
+    assert _rows(spark, path) == [(i, -i, "src", "c") for i in range(200)]
+
+
+@pytest.mark.parametrize("extra", [2, 200], ids=["small-source", "large-source"])
+def test_merge_inserts_with_not_matched_by_source(spark: Any, tmp_path: Path, extra: int):
+    """Without persisted pairs the insert step anti-joins the files with matches (large
+    source) or joins them with the source for the matched ids (small source)."""
+    path = str(tmp_path / "t")
+    _ranged_table(spark, path, dv=False)
+    src = [(i, -i, "src", "c") for i in (3, 17)] + [(100 + i, i, "new", "c") for i in range(extra)]
+    result = (
+        DeltaTable.forPath(spark, path)
+        .alias("t")
+        .merge(_source(spark, src), "t.id = s.id")
+        .whenMatchedUpdateAll()
+        .whenNotMatchedInsertAll()
+        .whenNotMatchedBySourceDelete("t.id >= 30")
+        .execute()
+    )
+    assert _counts(result) == (2 + 10 + extra, 2, 10, extra)
+    expected = [(i, i * 10, f"s{i}", "a" if i < 20 else "b") for i in range(30) if i not in (3, 17)]
+    assert _rows(spark, path) == _model(expected + src)
+
+
+def test_merge_keys_unique_together_but_not_alone(spark: Any, table: tuple[str, bool]):
+    path, _ = table
+    src = [(3, 33, "upd", "a"), (3, 34, "ins", "b")]  # id 3 is in partition a only
+    result = (
+        _merge(spark, path, src, "t.id = s.id AND t.p = s.p")
+        .whenMatchedUpdateAll()
+        .whenNotMatchedInsertAll()
+        .execute()
+    )
+    assert _counts(result) == (2, 1, 0, 1)
+    expected = [r for r in _base() if r[0] != 3] + src
+    assert _rows(spark, path) == _model(expected)
+
+
+def test_merge_duplicate_keys_filtered_by_condition_match_once(spark: Any, table: tuple[str, bool]):
+    path, _ = table
+    src = [(3, 33, "kept", "a"), (3, -1, "ignored", "a")]
+    result = (
+        _merge(spark, path, src, "t.id = s.id AND s.v > 0")
+        .whenMatchedUpdateAll()
+        .whenNotMatchedInsertAll()
+        .execute()
+    )
+    # the second row matches no target row (s.v > 0 fails), so it is inserted
+    assert _counts(result) == (2, 1, 0, 1)
+    expected = [r for r in _base() if r[0] != 3] + src
+    assert _rows(spark, path) == _model(expected)
+
+
+def test_merge_null_safe_key_duplicates_fail(spark: Any, table: tuple[str, bool]):
+    """``<=>`` is not used as a join key, so duplicates are checked per target row."""
+    path, _ = table
+    version = DeltaLog(path).snapshot().version
+    src = [(3, 1, None, "a"), (3, 2, None, "a")]
+    with pytest.raises(DeltaUnsupportedOperationException, match="several source rows matched"):
+        _merge(spark, path, src, "t.id <=> s.id").whenMatchedUpdateAll().execute()
+    assert DeltaLog(path).snapshot().version == version
+
+
+def test_merge_empty_source_changes_no_row(spark: Any, table: tuple[str, bool]):
+    path, _ = table
+    before = _paths(path)
+    result = _merge(spark, path, []).whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
+    assert _counts(result) == (0, 0, 0, 0)
+    assert before <= _paths(path)  # no file rewritten
+    assert _rows(spark, path) == _model(_base())
+    info = _last(path)
+    if info["operation"] == "MERGE":  # unpartitioned: Spark wrote one empty file
+        m = info["operationMetrics"]
+        assert (m["numSourceRows"], m["numOutputRows"], m["numTargetFilesRemoved"]) == (0, 0, 0)
+
+
 def test_dml_history_records_operations(spark: Any, table: tuple[str, bool]):
     path, _ = table
     dt = DeltaTable.forPath(spark, path)

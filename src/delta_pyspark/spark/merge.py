@@ -1,19 +1,29 @@
 """MERGE INTO: upsert a source DataFrame into the table in one atomic commit.
 
-Execution (copy-on-write), in the spirit of delta-spark's:
+Execution, in the spirit of delta-spark's:
 
-1. The source is materialised once (persisted), so a non-deterministic source
-   yields the same rows to every step and the commit.
+1. The source is materialised once (persisted), each row tagged with an id, so a
+   non-deterministic source yields the same rows to every step and the commit. One
+   aggregation over it gives its row count, the range of its join keys and whether
+   those keys are unique (a second, tiny job collects the keys of a source of at most
+   ``_MAX_KEY_SET`` rows).
 2. Candidate target files: the merge condition's target-only conjuncts plus the
    range (or set) of source join keys prune files by partition values and stats.
    The same predicate is the transaction's read predicate, so merges on disjoint
    key ranges do not conflict.
 3. Find touched files: join candidates with the source; per target row the first
    clause that applies. One aggregated job gives the files to rewrite, the
-   per-clause row counts and whether a target row matched several source rows.
-4. Rewrite only touched files (target left-outer-join source, clause by clause)
-   and, for insert clauses, append the source rows that matched no target row;
-   both go to one Spark write and one commit.
+   per-clause row counts and whether a target row matched several source rows
+   (unique source keys make each matched pair a distinct target row, so the
+   per-row aggregation is skipped). Without not-matched-by-source clauses the
+   matched pairs are persisted: the source ids in them are exactly the source rows
+   that match, and with deletion vectors they carry the matched rows themselves.
+4. Copy-on-write: rewrite only touched files (target left-outer-join source, clause
+   by clause). Deletion vectors: mark the changed rows deleted and write only their
+   new versions (from the persisted pairs when there are any). For insert clauses,
+   append the source rows whose ids did not match (without persisted pairs: the
+   source anti-joined with the files that had matches). All of it goes to one Spark
+   write and one commit.
 
 Not-matched-by-source clauses make every target row a candidate.
 """
@@ -84,7 +94,12 @@ if TYPE_CHECKING:
 _SOURCE_MARK = "__delta_merge_source"
 _TARGET_MARK = "__delta_merge_target"
 _ACTION = "__delta_merge_action"
+_MATCHED_ID = "__delta_merge_matched"
 COPY, DROP = -1, -2
+# Insert step without phase-1 pairs: when the target files outnumber the source rows by
+# this factor, matched source ids come from a (broadcast) join instead of an anti-join
+# over every target key.
+_SMALL_SOURCE_FACTOR = 4
 # Source keys up to this many distinct values are recorded as an IN list, else as a range.
 _MAX_KEY_SET = 1000
 # Join key types whose source min/max can prune target files exactly like Spark compares them.
@@ -234,6 +249,33 @@ class _Plan:
     key_pairs: list[tuple[tuple[str, ...], tuple[str, ...]]]  # (target path, source path)
 
 
+@dataclass
+class _SourceSummary:
+    """What one aggregation over the source says: its row count and, per join key (in
+    ``_join_keys`` order), min, max and (small sources only) the set of values."""
+
+    rows: int
+    unique: bool  # no two source rows share non-null join keys: a target row matches once
+    mins: list[Any]
+    maxs: list[Any]
+    sets: list[tuple[Any, ...]] | None
+
+
+@dataclass
+class _Matches:
+    """Phase 1's findings: rows per clause, files with matches / to rewrite, and the
+    persisted matched pairs (source ids, and with ``rows`` the joined rows themselves)."""
+
+    counts: dict[int, int]
+    matched_uris: set[str]
+    touched_uris: set[str]
+    multiple: bool
+    changed: tuple[Any, list[Any]]  # deletion vectors: files and their changed row indexes
+    pairs: DataFrame | None = None
+    target: DataFrame | None = None  # the candidates as read for ``pairs`` (row ids included)
+    rows: bool = False
+
+
 class MergeCommand:
     """One execution of a merge (see the module docstring for the steps)."""
 
@@ -268,22 +310,28 @@ class MergeCommand:
         start = time.monotonic()
         snapshot = self.log.snapshot()
         schema = self._target_schema(snapshot.schema)
-        src = self.source.withColumn(_SOURCE_MARK, F.lit(True))
+        # Each source row gets an id (fixed once the persisted rows exist): phase 1 records
+        # which ids matched, so the insert step need not join the target again.
+        src = self.source.withColumn(_SOURCE_MARK, F.monotonically_increasing_id())
         src = src.persist(StorageLevel.MEMORY_AND_DISK)
+        cached = [src]
         try:
-            num_source = src.count()
             txn = Transaction(self.log, snapshot)
-            candidates = self._candidates(txn, snapshot, src, num_source)
+            plan = self._plan_for(snapshot, src)
+            keys = self._join_keys(snapshot, src, plan)
+            summary = self._summarise_source(src, keys, prune=not self.by_source)
+            candidates = self._candidates(txn, snapshot, plan, keys, summary)
             txn.read_files(candidates)
             if schema != snapshot.schema:
                 txn.update_metadata(
                     snapshot.metadata.with_changes(schema_string=schema_to_string(schema))
                 )
                 schema = parse_schema_string(txn.metadata.schema_string)  # mapped names
-            metrics = self._execute(txn, snapshot, schema, src, candidates, start)
-            metrics["numSourceRows"] = num_source
+            metrics = self._execute(txn, snapshot, schema, src, candidates, summary, start, cached)
+            metrics["numSourceRows"] = summary.rows
         finally:
-            src.unpersist()
+            for df in reversed(cached):
+                df.unpersist()
         metrics["executionTimeMs"] = elapsed_ms(start)
         if txn.has_changes:
             txn.commit("MERGE", self._parameters(), _ordered(metrics), user_metadata(self.spark))
@@ -361,16 +409,28 @@ class MergeCommand:
                     keys.append((strip(pair["target"]), pair["source"]))
         return _Plan(and_all(target_only), keys)
 
+    def _plan_for(self, snapshot: Snapshot, src: DataFrame) -> _Plan:
+        if not self.by_source:
+            return self._plan(snapshot, src)
+        try:  # only the join keys are used (every target row is a candidate)
+            return self._plan(snapshot, src)
+        except Exception:
+            return _Plan(None, [])
+
     def _candidates(
-        self, txn: Transaction, snapshot: Snapshot, src: DataFrame, num_source: int
+        self,
+        txn: Transaction,
+        snapshot: Snapshot,
+        plan: _Plan,
+        keys: list[tuple[str, SparkColumn]],
+        summary: _SourceSummary,
     ) -> Any:
         """Files that may hold a matching target row; records the read predicate."""
         if self.by_source:
             txn.read_whole_table()  # every unmatched target row may change
             return snapshot.files
-        plan = self._plan(snapshot, src)
         parts = [plan.target_predicate] if plan.target_predicate is not None else []
-        key_predicate = self._key_predicate(snapshot, src, plan, num_source)
+        key_predicate = _key_predicate(keys, summary)
         if key_predicate is not None:
             parts.append(key_predicate)
         predicate = and_all(parts)
@@ -380,10 +440,12 @@ class MergeCommand:
         txn.read_predicate(predicate, session_time_zone(self.spark))
         return prune_files(snapshot, predicate, session_time_zone(self.spark))
 
-    def _key_predicate(
-        self, snapshot: Snapshot, src: DataFrame, plan: _Plan, num_source: int
-    ) -> Expr | None:
-        """The source's join keys as a target predicate: ``k IN (...)`` or a range."""
+    def _join_keys(
+        self, snapshot: Snapshot, src: DataFrame, plan: _Plan
+    ) -> list[tuple[str, SparkColumn]]:
+        """Equality keys (target column, source column) of the merge condition whose types
+        are equal on both sides and compare exactly (so the source's min/max can prune and
+        distinct source values are distinct join keys)."""
         from pyspark.sql import functions as F
 
         usable = []
@@ -401,29 +463,40 @@ class MergeCommand:
             if source_type != to_spark_type(field.type):
                 continue
             usable.append((field.name, source_col))
-        if not usable or num_source == 0:
-            return None
-        aggs = []
-        for i, (_, col) in enumerate(usable):
-            aggs += [F.min(col).alias(f"min{i}"), F.max(col).alias(f"max{i}")]
-            if num_source <= _MAX_KEY_SET:
-                aggs.append(F.collect_set(col).alias(f"set{i}"))
-        row = src.agg(*aggs).first()
-        terms: list[Expr] = []
-        for i, (name, _) in enumerate(usable):
-            column = Column((name,))
-            if row[f"min{i}"] is None:
-                return In(column, ())  # only null keys: no target row can match
-            if num_source <= _MAX_KEY_SET:
-                terms.append(In(column, tuple(sorted(row[f"set{i}"]))))
-            else:
-                terms.append(
-                    And(
-                        Comparison(">=", column, Literal(row[f"min{i}"])),
-                        Comparison("<=", column, Literal(row[f"max{i}"])),
-                    )
-                )
-        return and_all(terms)
+        return usable
+
+    def _summarise_source(
+        self, src: DataFrame, keys: list[tuple[str, SparkColumn]], prune: bool
+    ) -> _SourceSummary:
+        """Count the source rows (materialising the persisted source), with the keys'
+        min/max and whether the key tuples are unique, in one Spark job; a second small
+        job collects the keys of a source of at most ``_MAX_KEY_SET`` rows."""
+        from pyspark.sql import functions as F
+
+        if not keys:
+            row = src.agg(F.count(F.lit(1)).alias("rows")).first()
+            return _SourceSummary(int(row["rows"]), False, [], [], None)
+        names = [f"k{i}" for i in range(len(keys))]
+        per_key = src.groupBy(*[col.alias(n) for (_, col), n in zip(keys, names, strict=True)])
+        per_key = per_key.agg(F.count(F.lit(1)).alias("c"))
+        present = _and_columns([F.col(n).isNotNull() for n in names])
+        aggs = [F.sum("c").alias("rows"), F.max(F.when(present, F.col("c"))).alias("dup")]
+        for n in names:
+            aggs += [F.min(n).alias(f"min_{n}"), F.max(n).alias(f"max_{n}")]
+        row = per_key.agg(*aggs).first()
+        rows = int(row["rows"] or 0)
+        mins = [row[f"min_{n}"] for n in names]
+        maxs = [row[f"max_{n}"] for n in names]
+        sets = None
+        if prune and 0 < rows <= _MAX_KEY_SET:  # a few rows: their keys, from the cache
+            collected = src.select(*[col for _, col in keys]).collect()
+            sets = [
+                tuple(sorted({r[i] for r in collected if r[i] is not None}))
+                for i in range(len(keys))
+            ]
+        # Null keys never match (``=``): their duplicates cannot make a row match twice.
+        unique = (row["dup"] or 0) <= 1
+        return _SourceSummary(rows, unique, mins, maxs, sets)
 
     # ------------------------------------------------------------------ execution
 
@@ -441,81 +514,40 @@ class MergeCommand:
         schema: StructType,
         src: DataFrame,
         candidates: Any,
+        source: _SourceSummary,
         start: float,
+        cached: list[DataFrame],
     ) -> dict[str, Any]:
-        from pyspark.sql import functions as F
-
         cond = as_column(self.condition)
         dv = deletion_vectors_enabled(snapshot)
-        counts: dict[int, int] = {}
-        matched_uris: set[str] = set()
-        touched_uris: set[str] = set()
-        changed = (candidates.slice(0, 0), [])
-        multiple = False
-        if (self.matched or self.by_source) and candidates.num_rows:
-            tgt = self._target(snapshot, candidates, with_row_ids=True)
-            how = "left_outer" if self.by_source else "inner"
-            pairs = tgt.join(src, cond, how)
-            present = src[_SOURCE_MARK].isNotNull()
-            action = self._action(tgt, src, present, include_inserts=False)
-            per_row = pairs.groupBy(FILE_PATH, ROW_INDEX).agg(
-                F.count(src[_SOURCE_MARK]).alias("n"), F.min(action).alias("a")
-            )
-            aggs = [F.count(F.lit(1)).alias("rows"), F.max("n").alias("maxn")]
-            if dv:  # positions of the rows to mark deleted
-                changed_row = F.when(F.col("a") != COPY, F.col(ROW_INDEX))
-                aggs.append(F.collect_list(changed_row).alias("ids"))
-            summary = (
-                per_row.groupBy(FILE_PATH, "a", (F.col("n") > 0).alias("m")).agg(*aggs).toArrow()
-            )
-            for r in summary.select([FILE_PATH, "a", "m", "rows", "maxn"]).to_pylist():
-                counts[r["a"]] = counts.get(r["a"], 0) + int(r["rows"])
-                multiple = multiple or int(r["maxn"]) > 1
-                if r["m"]:
-                    matched_uris.add(r[FILE_PATH])
-                if r["a"] != COPY or (self.inserts and r["m"]):
-                    touched_uris.add(r[FILE_PATH])
-            if multiple and self.matched and not self._unconditional_delete_only():
-                raise DeltaUnsupportedOperationException(
-                    "MERGE cannot decide what to do: several source rows matched the same target "
-                    "row and a WHEN MATCHED clause would update or delete it. Deduplicate the "
-                    "source on the merge keys (or tighten the merge condition) so each target "
-                    "row matches at most one source row."
-                )
-            if dv:
-                ids = summary.column("ids").combine_chunks()
-                uris = pc.take(summary.column(FILE_PATH), pc.list_parent_indices(ids))
-                changed = rows_by_file(snapshot, candidates, uris, pc.list_flatten(ids))
+        found = self._find_matches(snapshot, src, candidates, dv, source.unique, cached)
         scan_ms = elapsed_ms(start)
+        present = src[_SOURCE_MARK].isNotNull()
         outputs = []
         if dv:
             touched = candidates.slice(0, 0)  # no file is rewritten
-            deletes = txn.delete_rows(*changed)
+            deletes = txn.delete_rows(*found.changed)
             updates = any(c.action == "update" for c in self.matched + self.by_source)
-            if updates and changed[0].num_rows:
-                tgt = self._target(snapshot, changed[0])
-                joined = tgt.join(src, cond, "left_outer" if self.by_source else "inner")
-                present = src[_SOURCE_MARK].isNotNull()
+            if updates and found.changed[0].num_rows:
+                if found.rows:  # the matched rows are in the cache: no second scan
+                    joined, tgt = found.pairs, found.target
+                else:
+                    tgt = self._target(snapshot, found.changed[0])
+                    joined = tgt.join(src, cond, "left_outer" if self.by_source else "inner")
                 outputs.append(self._project(joined, tgt, src, schema, present, copies=False))
         else:
             deletes = []
-            touched = files_by_uri(snapshot, candidates, sorted(touched_uris))
+            touched = files_by_uri(snapshot, candidates, sorted(found.touched_uris))
         if touched.num_rows:
-            dedupe = multiple and not self.matched
+            dedupe = found.multiple and not self.matched
             tgt = self._target(snapshot, touched, with_row_ids=dedupe)
             joined = tgt.join(src, cond, "left_outer")
-            rows = self._project(joined, tgt, src, schema, src[_SOURCE_MARK].isNotNull())
+            rows = self._project(joined, tgt, src, schema, present, row_ids=dedupe)
             if dedupe:  # several matches, all copied unchanged: keep each target row once
                 rows = rows.dropDuplicates([FILE_PATH, ROW_INDEX]).drop(FILE_PATH, ROW_INDEX)
             outputs.append(rows)
         if self.inserts:
-            new = src
-            if matched_uris or (not self.matched and not self.by_source):
-                files = candidates
-                if self.matched or self.by_source:  # only files with matches can stop inserts
-                    files = files_by_uri(snapshot, candidates, sorted(matched_uris))
-                if files.num_rows:
-                    new = src.join(self._target(snapshot, files), cond, "left_anti")
+            new = self._unmatched(snapshot, src, source.rows, candidates, found)
             outputs.append(self._project(new, None, src, schema, None))
         adds: list[dict[str, Any]] = []
         if outputs:
@@ -527,7 +559,7 @@ class MergeCommand:
         txn.remove_files(rewritten)
         removes = rewritten + [d.remove for d in deletes if d.add is None]
         txn.add_files(adds)
-        metrics = self._metrics(snapshot, touched, counts, adds, removes, scan_ms, start)
+        metrics = self._metrics(snapshot, touched, found.counts, adds, removes, scan_ms, start)
         if dv:
             metrics["numTargetRowsCopied"] = 0
             metrics["numTargetRowsInserted"] = (
@@ -535,6 +567,108 @@ class MergeCommand:
             )
             metrics |= {k.replace("num", "numTarget", 1): v for k, v in dv_metrics(deletes).items()}
         return metrics
+
+    def _find_matches(
+        self,
+        snapshot: Snapshot,
+        src: DataFrame,
+        candidates: Any,
+        dv: bool,
+        unique: bool,
+        cached: list[DataFrame],
+    ) -> _Matches:
+        """Phase 1: join the candidate files with the source; one aggregated job gives the
+        files to rewrite, the per-clause row counts and whether a target row matched
+        several source rows (skipped, with one aggregation level less, when the source's
+        join keys are unique). Without not-matched-by-source clauses the matched pairs are
+        persisted: the insert step takes the unmatched source ids from them, and with
+        deletion vectors the updated rows are written straight from them."""
+        from pyspark import StorageLevel
+        from pyspark.sql import functions as F
+
+        found = _Matches({}, set(), set(), False, (candidates.slice(0, 0), []))
+        if not (self.matched or self.by_source) or not candidates.num_rows:
+            return found
+        tgt = self._target(snapshot, candidates, with_row_ids=True)
+        how = "left_outer" if self.by_source else "inner"
+        joined = tgt.join(src, as_column(self.condition), how)
+        present = src[_SOURCE_MARK].isNotNull()
+        action = self._action(tgt, src, present, include_inserts=False)
+        if how == "inner":
+            updates = any(c.action == "update" for c in self.matched)
+            found.rows = dv and updates
+            if not found.rows:  # only what the summary and the inserts need
+                joined = joined.select(
+                    tgt[FILE_PATH], tgt[ROW_INDEX], src[_SOURCE_MARK], action.alias(_ACTION)
+                )
+                action = F.col(_ACTION)
+            joined = joined.persist(StorageLevel.MEMORY_AND_DISK)
+            cached.append(joined)
+            found.pairs, found.target = joined, tgt
+        if unique:  # one source row per matched target row: the pairs are the rows
+            rows = joined.select(
+                F.col(FILE_PATH),
+                F.col(ROW_INDEX),
+                F.when(present, F.lit(1)).otherwise(F.lit(0)).alias("n"),
+                action.alias("a"),
+            )
+        else:
+            rows = joined.groupBy(tgt[FILE_PATH], tgt[ROW_INDEX]).agg(
+                F.count(src[_SOURCE_MARK]).alias("n"), F.min(action).alias("a")
+            )
+        aggs = [F.count(F.lit(1)).alias("rows"), F.max("n").alias("maxn")]
+        if dv:  # positions of the rows to mark deleted
+            aggs.append(F.collect_list(F.when(F.col("a") != COPY, F.col(ROW_INDEX))).alias("ids"))
+        summary = rows.groupBy(FILE_PATH, "a", (F.col("n") > 0).alias("m")).agg(*aggs).toArrow()
+        for r in summary.select([FILE_PATH, "a", "m", "rows", "maxn"]).to_pylist():
+            found.counts[r["a"]] = found.counts.get(r["a"], 0) + int(r["rows"])
+            found.multiple = found.multiple or int(r["maxn"]) > 1
+            if r["m"]:
+                found.matched_uris.add(r[FILE_PATH])
+            if r["a"] != COPY or (self.inserts and r["m"]):
+                found.touched_uris.add(r[FILE_PATH])
+        if found.multiple and self.matched and not self._unconditional_delete_only():
+            raise DeltaUnsupportedOperationException(
+                "MERGE cannot decide what to do: several source rows matched the same target "
+                "row and a WHEN MATCHED clause would update or delete it. Deduplicate the "
+                "source on the merge keys (or tighten the merge condition) so each target "
+                "row matches at most one source row."
+            )
+        if dv:
+            ids = summary.column("ids").combine_chunks()
+            uris = pc.take(summary.column(FILE_PATH), pc.list_parent_indices(ids))
+            found.changed = rows_by_file(snapshot, candidates, uris, pc.list_flatten(ids))
+        return found
+
+    def _unmatched(
+        self,
+        snapshot: Snapshot,
+        src: DataFrame,
+        source_rows: int,
+        candidates: Any,
+        found: _Matches,
+    ) -> DataFrame:
+        """The source rows that match no target row (what insert clauses may insert)."""
+        from pyspark.sql import functions as F
+
+        if found.pairs is not None:  # phase 1 saw every match: drop the ids it recorded
+            ids = found.pairs.select(F.col(_SOURCE_MARK).alias(_MATCHED_ID))
+            return src.join(ids, F.col(_SOURCE_MARK) == F.col(_MATCHED_ID), "left_anti")
+        files = candidates
+        if self.matched or self.by_source:  # only files with matches can stop inserts
+            if not found.matched_uris:
+                return src
+            files = files_by_uri(snapshot, candidates, sorted(found.matched_uris))
+        if not files.num_rows:
+            return src
+        tgt, cond = self._target(snapshot, files), as_column(self.condition)
+        target_rows = live_rows(files)
+        if target_rows is not None and target_rows > _SMALL_SOURCE_FACTOR * source_rows:
+            # A source much smaller than the target: join the target with the source
+            # (broadcast) for the matched ids rather than anti-join every target key.
+            ids = tgt.join(src, cond, "inner").select(src[_SOURCE_MARK].alias(_MATCHED_ID))
+            return src.join(ids, F.col(_SOURCE_MARK) == F.col(_MATCHED_ID), "left_anti")
+        return src.join(tgt, cond, "left_anti")
 
     def _unconditional_delete_only(self) -> bool:
         return (
@@ -580,9 +714,11 @@ class MergeCommand:
         schema: StructType,
         source_present: SparkColumn | None,
         copies: bool = True,
+        row_ids: bool = False,
     ) -> DataFrame:
         """Rows written for ``joined``: clause results in table column order, deletes dropped
-        (and unchanged target rows too unless ``copies``)."""
+        (and unchanged target rows too unless ``copies``); ``row_ids`` keeps the target's
+        ``FILE_PATH`` and ``ROW_INDEX``."""
         from pyspark.sql import functions as F
 
         action = self._action(tgt, src, source_present, include_inserts=tgt is None)
@@ -606,8 +742,8 @@ class MergeCommand:
                 value = F.when(test, new) if value is None else value.when(test, new)
             column = current if value is None else value.otherwise(current)
             cols.append(column.alias(field.name))
-        row_ids = [tgt[c] for c in (FILE_PATH, ROW_INDEX)] if _has_row_ids(tgt) else []
-        with_action = joined.select(action.alias(_ACTION), *cols, *row_ids)
+        ids = [tgt[c] for c in (FILE_PATH, ROW_INDEX)] if row_ids and tgt is not None else []
+        with_action = joined.select(action.alias(_ACTION), *cols, *ids)
         deletes = [code for code, c in self._codes() if c.action == "delete"]
         dropped = [DROP, *deletes] if copies else [DROP, COPY, *deletes]
         kept = with_action.where(~F.col(_ACTION).isin(dropped))
@@ -694,6 +830,35 @@ class MergeCommand:
         }
 
 
+def _key_predicate(keys: list[tuple[str, Any]], summary: _SourceSummary) -> Expr | None:
+    """The source's join keys as a target predicate: ``k IN (...)`` or a range."""
+    if not keys or summary.rows == 0:
+        return None
+    terms: list[Expr] = []
+    for i, (name, _) in enumerate(keys):
+        column = Column((name,))
+        if summary.mins[i] is None:
+            return In(column, ())  # only null keys: no target row can match
+        if summary.sets is not None:
+            terms.append(In(column, summary.sets[i]))
+        else:
+            terms.append(
+                And(
+                    Comparison(">=", column, Literal(summary.mins[i])),
+                    Comparison("<=", column, Literal(summary.maxs[i])),
+                )
+            )
+    return and_all(terms)
+
+
+def _and_columns(columns: list[SparkColumn]) -> SparkColumn:
+    """``columns[0] AND columns[1] AND ...`` (at least one column)."""
+    result = columns[0]
+    for c in columns[1:]:
+        result = result & c
+    return result
+
+
 def _qualifiers(df: DataFrame) -> set[str]:
     """The relation names (aliases) ``df``'s columns can be qualified with, lower-cased."""
     try:
@@ -705,10 +870,6 @@ def _qualifiers(df: DataFrame) -> set[str]:
         return names
     except Exception:  # not a classic (py4j) DataFrame: fall back to names alone
         return set()
-
-
-def _has_row_ids(df: DataFrame | None) -> bool:
-    return df is not None and FILE_PATH in df.columns
 
 
 def _ordered(metrics: dict[str, Any]) -> dict[str, Any]:
