@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 STAGING_DIR = "_delta_staging"
-_VIOLATION_TAG = "[DELTA_VIOLATION]"
 
 
 def stats_settings(configuration: dict[str, str] | Any) -> tuple[int, list[str] | None]:
