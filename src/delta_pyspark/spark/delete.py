@@ -67,7 +67,11 @@ def execute_delete(
     txn.read_files(files)
     params = {"predicate": json.dumps([sql] if sql else [])}
     if not metadata_only and deletion_vectors_enabled(snapshot):
-        touched, rows = matched_rows(spark, snapshot, files, as_column(condition))
+        # rows a vector already deletes are matched too: mark_rows_deleted drops them,
+        # and the scan skips the anti-join against the old vectors
+        touched, rows = matched_rows(
+            spark, snapshot, files, as_column(condition), keep_deleted=True
+        )
         scan_ms = elapsed_ms(start)
         deletes = txn.delete_rows(touched, rows)
         removed = [d.remove for d in deletes if d.add is None]

@@ -88,13 +88,20 @@ def touched_files(
 
 
 def matched_rows(
-    spark: SparkSession, snapshot: Snapshot, files: pa.Table, condition: Column
+    spark: SparkSession,
+    snapshot: Snapshot,
+    files: pa.Table,
+    condition: Column,
+    keep_deleted: bool = False,
 ) -> tuple[pa.Table, list[np.ndarray]]:
     """The files of ``files`` holding rows where ``condition`` is true, and those rows'
-    physical indexes in each (for deletion vectors). Only positions reach the driver."""
+    physical indexes in each (for deletion vectors). Only positions reach the driver.
+
+    ``keep_deleted``: also match rows vectors already delete (see ``read_files``).
+    """
     if files.num_rows == 0:
         return files, []
-    df = read_files(spark, snapshot, files, with_row_ids=True)
+    df = read_files(spark, snapshot, files, with_row_ids=True, keep_deleted=keep_deleted)
     found = df.where(condition).select(FILE_PATH, ROW_INDEX).toArrow()
     return rows_by_file(snapshot, files, found.column(FILE_PATH), found.column(ROW_INDEX))
 

@@ -7,7 +7,7 @@ values (what Spark and delta-spark write): then Spark prunes partitions itself
 from filters the user adds later. Other layouts (column-mapping prefixes,
 foreign writers) get one branch per partition with literal columns, which
 Spark's optimizer also prunes. Files with deletion vectors are read with
-``_metadata.row_index`` and anti-joined against their deleted rows.
+their row indexes and anti-joined against their deleted rows.
 """
 
 from __future__ import annotations
@@ -47,6 +47,8 @@ ROW_INDEX = "__delta_row_index"
 FILE_PATH = "__delta_file_path"
 _DELETED_PATH = "__delta_deleted_file_path"
 _DELETED_ROW = "__delta_deleted_row_index"
+# Spark's Parquet reader fills a read field of this name with the row's index in its file
+_SPARK_ROW_INDEX = "_tmp_metadata_row_index"
 
 
 class DeltaFileNotFoundError(DeltaError, FileNotFoundError):
@@ -137,13 +139,18 @@ def read_snapshot(
 
 
 def read_files(
-    spark: SparkSession, snapshot: Snapshot, files: pa.Table, with_row_ids: bool = False
+    spark: SparkSession,
+    snapshot: Snapshot,
+    files: pa.Table,
+    with_row_ids: bool = False,
+    keep_deleted: bool = False,
 ) -> DataFrame:
     """A DataFrame of the rows of ``files`` (a subset of the snapshot's file list).
 
     ``with_row_ids`` adds ``FILE_PATH`` (Spark's file URI, see ``file_uris``) and
     ``ROW_INDEX`` (the row's position in its file): DML uses them to find the files
-    that hold affected rows and to tell target rows apart.
+    that hold affected rows and to tell target rows apart. ``keep_deleted`` ignores
+    deletion vectors (for DELETE, where marking a deleted row again changes nothing).
     """
     schema = snapshot.schema
     mode = column_mapping_mode(snapshot.configuration)
@@ -162,6 +169,8 @@ def read_files(
         return _to_logical(empty, schema, physical, extra)
 
     has_dv = pc.is_valid(files.column("deletionVector"))
+    if keep_deleted:
+        has_dv = pc.and_(has_dv, False)
     plain, with_dv = files.filter(pc.invert(has_dv)), files.filter(has_dv)
     root = snapshot.table_root
     frames = []
@@ -201,7 +210,22 @@ def _paths(root: str, files: pa.Table) -> list[str]:
     return [data_file_path(root, p) for p in files.column("path").to_pylist()]
 
 
-def _read(spark: SparkSession, paths: list[str], schema: Any, base: str | None) -> DataFrame:
+def _read(
+    spark: SparkSession, paths: list[str], schema: Any, base: str | None, row_index: bool
+) -> DataFrame:
+    """Spark's Parquet scan of ``paths``; ``row_index`` adds each row's position in its file.
+
+    The position comes from Spark's reserved ``_tmp_metadata_row_index`` read field, which
+    its Parquet reader fills per batch (what ``_metadata.row_index`` is built on): reading
+    it directly avoids building the ``_metadata`` struct for every row, which made scans
+    that need row indexes (deletion vectors, DML) up to 2x slower.
+    """
+    if row_index:
+        from pyspark.sql.types import LongType
+        from pyspark.sql.types import StructField as SparkField
+        from pyspark.sql.types import StructType as SparkStruct
+
+        schema = SparkStruct([*schema.fields, SparkField(_SPARK_ROW_INDEX, LongType())])
     reader = spark.read.schema(schema)
     if base is not None:
         reader = reader.option("basePath", base)
@@ -231,7 +255,7 @@ def _hive_branch(
 
     part_fields = [to_spark_type(StructType((physical.field(p),))).fields[0] for p in parts]
     full = SparkStruct(list(data_schema.fields) + part_fields)
-    df = _read(spark, _paths(root, files), full, root if parts else None)
+    df = _read(spark, _paths(root, files), full, root if parts else None, dv or with_row_ids)
     if dv:
         return _apply_dvs(spark, root, files, df, with_row_ids)
     return _with_row_ids(df) if with_row_ids else df
@@ -250,7 +274,7 @@ def _literal_branches(
     from pyspark.sql import functions as F
 
     def read(subset: pa.Table) -> DataFrame:
-        df = _read(spark, _paths(root, subset), data_schema, None)
+        df = _read(spark, _paths(root, subset), data_schema, None, dv or with_row_ids)
         if dv:
             return _apply_dvs(spark, root, subset, df, with_row_ids)
         return _with_row_ids(df) if with_row_ids else df
@@ -277,12 +301,11 @@ def _literal_branches(
 
 
 def _with_row_ids(df: DataFrame) -> DataFrame:
+    """``df`` (read with ``row_index``) with ``FILE_PATH`` and ``ROW_INDEX`` columns."""
     from pyspark.sql import functions as F
 
-    return df.select(
-        "*",
-        F.col("_metadata.file_path").alias(FILE_PATH),
-        F.col("_metadata.row_index").alias(ROW_INDEX),
+    return df.withColumnRenamed(_SPARK_ROW_INDEX, ROW_INDEX).select(
+        "*", F.col("_metadata.file_path").alias(FILE_PATH)
     )
 
 
