@@ -272,8 +272,7 @@ class _Matches:
     multiple: bool
     changed: tuple[Any, list[Any]]  # deletion vectors: files and their changed row indexes
     pairs: DataFrame | None = None
-    target: DataFrame | None = None  # the candidates as read for ``pairs`` (row ids included)
-    rows: bool = False
+    rows: bool = False  # ``pairs`` also holds the updated rows' new values
 
 
 class MergeCommand:
@@ -518,9 +517,11 @@ class MergeCommand:
         start: float,
         cached: list[DataFrame],
     ) -> dict[str, Any]:
+        from pyspark.sql import functions as F
+
         cond = as_column(self.condition)
         dv = deletion_vectors_enabled(snapshot)
-        found = self._find_matches(snapshot, src, candidates, dv, source.unique, cached)
+        found = self._find_matches(snapshot, schema, src, candidates, dv, source.unique, cached)
         scan_ms = elapsed_ms(start)
         present = src[_SOURCE_MARK].isNotNull()
         outputs = []
@@ -529,12 +530,14 @@ class MergeCommand:
             deletes = txn.delete_rows(*found.changed)
             updates = any(c.action == "update" for c in self.matched + self.by_source)
             if updates and found.changed[0].num_rows:
-                if found.rows:  # the matched rows are in the cache: no second scan
-                    joined, tgt = found.pairs, found.target
+                if found.pairs is not None and found.rows:  # cached new values: no second scan
+                    codes = [i for i, c in self._codes() if c.action == "update"]
+                    updated = found.pairs.where(F.col(_ACTION).isin(codes))
+                    outputs.append(updated.select(*[f"`{f.name}`" for f in schema.fields]))
                 else:
                     tgt = self._target(snapshot, found.changed[0])
                     joined = tgt.join(src, cond, "left_outer" if self.by_source else "inner")
-                outputs.append(self._project(joined, tgt, src, schema, present, copies=False))
+                    outputs.append(self._project(joined, tgt, src, schema, present, copies=False))
         else:
             deletes = []
             touched = files_by_uri(snapshot, candidates, sorted(found.touched_uris))
@@ -571,6 +574,7 @@ class MergeCommand:
     def _find_matches(
         self,
         snapshot: Snapshot,
+        schema: StructType,
         src: DataFrame,
         candidates: Any,
         dv: bool,
@@ -597,14 +601,16 @@ class MergeCommand:
         if how == "inner":
             updates = any(c.action == "update" for c in self.matched)
             found.rows = dv and updates
-            if not found.rows:  # only what the summary and the inserts need
-                joined = joined.select(
-                    tgt[FILE_PATH], tgt[ROW_INDEX], src[_SOURCE_MARK], action.alias(_ACTION)
-                )
-                action = F.col(_ACTION)
+            # what the summary and the inserts need; with deletion vectors also the
+            # updated rows' new values (only the target columns those read are scanned)
+            values = self._values(tgt, src, schema, updates_only=True) if found.rows else []
+            joined = joined.select(
+                tgt[FILE_PATH], tgt[ROW_INDEX], src[_SOURCE_MARK], action.alias(_ACTION), *values
+            )
+            action = F.col(_ACTION)
             joined = joined.persist(StorageLevel.MEMORY_AND_DISK)
             cached.append(joined)
-            found.pairs, found.target = joined, tgt
+            found.pairs = joined
         if unique:  # one source row per matched target row: the pairs are the rows
             rows = joined.select(
                 F.col(FILE_PATH),
@@ -613,8 +619,8 @@ class MergeCommand:
                 action.alias("a"),
             )
         else:
-            rows = joined.groupBy(tgt[FILE_PATH], tgt[ROW_INDEX]).agg(
-                F.count(src[_SOURCE_MARK]).alias("n"), F.min(action).alias("a")
+            rows = joined.groupBy(FILE_PATH, ROW_INDEX).agg(
+                F.count(_SOURCE_MARK).alias("n"), F.min(action).alias("a")
             )
         aggs = [F.count(F.lit(1)).alias("rows"), F.max("n").alias("maxn")]
         if dv:  # positions of the rows to mark deleted
@@ -722,6 +728,27 @@ class MergeCommand:
         from pyspark.sql import functions as F
 
         action = self._action(tgt, src, source_present, include_inserts=tgt is None)
+        cols = self._values(tgt, src, schema)
+        ids = [tgt[c] for c in (FILE_PATH, ROW_INDEX)] if row_ids and tgt is not None else []
+        with_action = joined.select(action.alias(_ACTION), *cols, *ids)
+        deletes = [code for code, c in self._codes() if c.action == "delete"]
+        dropped = [DROP, *deletes] if copies else [DROP, COPY, *deletes]
+        kept = with_action.where(~F.col(_ACTION).isin(dropped))
+        return kept.drop(_ACTION)
+
+    def _values(
+        self,
+        tgt: DataFrame | None,
+        src: DataFrame,
+        schema: StructType,
+        updates_only: bool = False,
+    ) -> list[SparkColumn]:
+        """The table's columns as the clause chosen in ``_ACTION`` sets them (a lateral
+        reference: select them with ``_ACTION``). ``updates_only``: the values only matter
+        for rows an update clause chose, so a column every update clause assigns does not
+        reference the target's current value (Spark then need not read it)."""
+        from pyspark.sql import functions as F
+
         source_cols = {c.lower(): c for c in src.columns if c != _SOURCE_MARK}
         cols = []
         for field in schema.fields:
@@ -730,24 +757,25 @@ class MergeCommand:
                 current = tgt[f"`{field.name}`"]
             else:
                 current = F.lit(None).cast(spark_type)
-            value = None
+            value, assigned_by_all = None, True
             for code, clause in self._codes():
                 if clause.action == "delete" or (clause.when == "notMatched") != (tgt is None):
                     continue
                 new = self._clause_value(clause, field, schema, current, src, source_cols)
                 if new is None:
+                    assigned_by_all = False
                     continue
                 new = new.cast(spark_type)
                 test = F.col(_ACTION) == code
                 value = F.when(test, new) if value is None else value.when(test, new)
-            column = current if value is None else value.otherwise(current)
+            if value is None:
+                column = current
+            elif updates_only and assigned_by_all:
+                column = value
+            else:
+                column = value.otherwise(current)
             cols.append(column.alias(field.name))
-        ids = [tgt[c] for c in (FILE_PATH, ROW_INDEX)] if row_ids and tgt is not None else []
-        with_action = joined.select(action.alias(_ACTION), *cols, *ids)
-        deletes = [code for code, c in self._codes() if c.action == "delete"]
-        dropped = [DROP, *deletes] if copies else [DROP, COPY, *deletes]
-        kept = with_action.where(~F.col(_ACTION).isin(dropped))
-        return kept.drop(_ACTION)
+        return cols
 
     def _clause_value(
         self,
