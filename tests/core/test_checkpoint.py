@@ -563,3 +563,48 @@ def test_write_stats_as_struct_adds_parsed_columns(tmp_path: Path) -> None:
     assert [u.rsplit("/", 1)[-1] for u in deltalake.DeltaTable(str(tmp_path)).file_uris()] == [
         "a.parquet"
     ]
+
+
+def test_struct_only_stats_keep_wide_decimals_exact(tmp_path: Path) -> None:
+    """A checkpoint with stats only in stats_parsed: a decimal(38,2) bound with 20 digits
+    comes back exactly (as a float it would round up past the file's minimum, and a
+    point query on that minimum would skip the file)."""
+    import decimal
+
+    from delta_pyspark.core.commit import checkpoint_now
+    from delta_pyspark.core.data_skipping import may_match
+    from delta_pyspark.core.expressions import parse_predicate
+    from delta_pyspark.core.schema import to_arrow_schema
+    from delta_pyspark.core.transaction import Transaction, create_table
+
+    log = DeltaLog(str(tmp_path))
+    schema = (
+        '{"type":"struct","fields":[{"name":"x","type":"decimal(38,2)",'
+        '"nullable":true,"metadata":{}}]}'
+    )
+    conf = {
+        "delta.checkpoint.writeStatsAsStruct": "true",
+        "delta.checkpoint.writeStatsAsJson": "false",
+    }
+    create_table(log, schema, [], conf)
+    low, high = "123456789012345678.91", "223456789012345678.99"
+    txn = Transaction(log, log.snapshot())
+    stats = (
+        f'{{"numRecords":2,"minValues":{{"x":{low}}},"maxValues":{{"x":{high}}},'
+        '"nullCount":{"x":0}}'
+    )
+    add = {"path": "a.parquet", "partitionValues": {}, "size": 1, "modificationTime": 1}
+    txn.add_files([add | {"dataChange": True, "stats": stats}])
+    checkpoint_now(log.store, txn.commit("WRITE"))
+    back = DeltaLog(str(tmp_path)).snapshot()
+    text = back.files.column("stats")[0].as_py()
+    parsed = json.loads(text, parse_float=decimal.Decimal)
+    assert parsed["minValues"] == {"x": decimal.Decimal(low)}
+    assert parsed["maxValues"] == {"x": decimal.Decimal(high)}
+
+    def kept(sql: str) -> list[bool]:
+        arrow_schema = to_arrow_schema(back.schema)
+        return may_match(parse_predicate(sql), back.files, arrow_schema, []).to_pylist()
+
+    assert kept(f"x = {low}") == [True]
+    assert kept(f"x < {low}") == [False]

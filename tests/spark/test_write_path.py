@@ -359,3 +359,32 @@ def test_struct_with_a_not_null_field_accepts_valid_rows_and_rejects_nulls(
         )
     rows = spark.read.format("delta").load(path).collect()
     assert [(r.id, r.s.a, r.s.b) for r in rows] == [(1, 2, "x")]
+
+
+@pytest.mark.parametrize("mode", ["none", "name"])
+def test_stats_columns_property_names_logical_columns(
+    spark: Any, tmp_path: Path, mode: str
+) -> None:
+    """delta.dataSkippingStatsColumns names logical columns; under column mapping the
+    stats are keyed by physical names, and only the named columns get them."""
+    path = str(tmp_path / "t")
+    df = spark.createDataFrame([(1, 10, "a"), (5, 50, "b")], "a long, b long, c string")
+    (
+        df.coalesce(1)
+        .write.format("delta")
+        .option("delta.columnMapping.mode", mode)
+        .option("delta.dataSkippingStatsColumns", "B, c")
+        .save(path)
+    )
+    snapshot = DeltaLog(path).snapshot()
+    physical = {
+        f.name: f.metadata.get("delta.columnMapping.physicalName", f.name)
+        for f in snapshot.schema.fields
+    }
+    (text,) = snapshot.files.column("stats").to_pylist()
+    stats = json.loads(text)
+    assert stats["minValues"] == {physical["b"]: 10, physical["c"]: "a"}
+    assert stats["maxValues"] == {physical["b"]: 50, physical["c"]: "b"}
+    assert set(stats["nullCount"]) == {physical["b"], physical["c"]}
+    rows = spark.read.format("delta").load(path).where("b = 50").collect()
+    assert [tuple(r) for r in rows] == [(5, 50, "b")]

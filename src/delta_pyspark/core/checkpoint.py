@@ -207,23 +207,28 @@ def _checkpoint_columns(schema: pa.Schema) -> list[str]:
     return columns
 
 
-def _json_value(value: Any) -> Any:
-    """Stats values as delta-spark writes them in JSON (timestamps ISO-8601 UTC, ms)."""
+def _stats_json(value: Any) -> str:
+    """A stats value as delta-spark writes it in JSON (timestamps ISO-8601 UTC, ms).
+
+    Decimals are written as exact number literals: a float would round wide decimals,
+    and a rounded min/max lets data skipping drop a file that holds the value.
+    """
     import datetime as dt
     from decimal import Decimal
 
     if isinstance(value, dict):
-        return {k: _json_value(v) for k, v in value.items() if v is not None}
+        items = (f"{json.dumps(k)}:{_stats_json(v)}" for k, v in value.items() if v is not None)
+        return "{" + ",".join(items) + "}"
+    if isinstance(value, Decimal):
+        return format(value, "f")
     if isinstance(value, dt.datetime):
         if value.tzinfo is not None:
             value = value.astimezone(dt.UTC).replace(tzinfo=None)
-            return value.isoformat(timespec="milliseconds") + "Z"
-        return value.isoformat(timespec="milliseconds")
+            return json.dumps(value.isoformat(timespec="milliseconds") + "Z")
+        return json.dumps(value.isoformat(timespec="milliseconds"))
     if isinstance(value, dt.date):
-        return value.isoformat()
-    if isinstance(value, Decimal):
-        return float(value) if value != value.to_integral_value() else int(value)
-    return value
+        return json.dumps(value.isoformat())
+    return json.dumps(value)
 
 
 def _stats_from_struct(parquet: pq.ParquetFile, path: str, adds: pa.Table) -> pa.Table:
@@ -242,7 +247,7 @@ def _stats_from_struct(parquet: pq.ParquetFile, path: str, adds: pa.Table) -> pa
     column = _valid_rows(_read_columns(parquet, path, ["add.stats_parsed"]).column("add"))
     parsed = pc.struct_field(column, "stats_parsed")
     texts = [
-        None if s is None or not m else json.dumps(_json_value(s), separators=(",", ":"))
+        None if s is None or not m else _stats_json(s)
         for s, m in zip(parsed.to_pylist(), missing.to_pylist(), strict=True)
     ]
     stats = pc.coalesce(adds.column("stats"), pa.array(texts, pa.string()))

@@ -160,7 +160,7 @@ def _indexed_paths(snapshot: Snapshot) -> set[tuple[str, ...]]:
         physical_name(snapshot.schema.field(c), mode) for c in snapshot.partition_columns
     }
     data = StructType(tuple(f for f in physical.fields if f.name not in part_physical))
-    num, cols = stats_settings(snapshot.configuration)
+    num, cols = stats_settings(snapshot.configuration, snapshot.schema)
     return {
         tuple(p.lower() for p in path) for path, _ in stats_leaves(to_arrow_schema(data), num, cols)
     }
