@@ -182,6 +182,42 @@ def test_auto_compaction_runs_once_enough_small_files_pile_up(
     assert adds and all(a["dataChange"] is False for a in adds)
 
 
+@pytest.mark.parametrize("operation", ["DELETE", "UPDATE", "MERGE"])
+def test_auto_compaction_runs_after_dml(
+    spark: Any, tmp_path: Path, conf: Any, operation: str
+) -> None:
+    path = str(tmp_path / "t")
+    conf(MIN_NUM_FILES, "5")
+    writer = _df(spark, 0, 400, tasks=4).write.format("delta")
+    writer.option("delta.autoOptimize.autoCompact", "true").save(path)
+    assert DeltaLog(path).snapshot().num_files == 4  # below the threshold: no compaction
+    expected = {r[0]: (r[1], r[2]) for r in _rows(spark, path)}
+    conf(MIN_NUM_FILES, "2")
+    dt = DeltaTable.forPath(spark, path)
+    if operation == "DELETE":
+        dt.delete("id % 7 = 0")
+        expected = {k: v for k, v in expected.items() if k % 7}
+    elif operation == "UPDATE":
+        dt.update("id % 7 = 0", {"p": "p + 10"})
+        expected = {k: (v[0] + 10 if k % 7 == 0 else v[0], v[1]) for k, v in expected.items()}
+    else:
+        source = _df(spark, 350, 450, tasks=2).selectExpr("id", "p + 20 AS p", "s")
+        (
+            dt.alias("t")
+            .merge(source.alias("u"), "t.id = u.id")
+            .whenMatchedUpdateAll()
+            .whenNotMatchedInsertAll()
+            .execute()
+        )
+        expected |= {i: (i % 3 + 20, v[1]) for i, v in expected.items() if i >= 350}
+        expected |= {r[0]: (r[1], r[2]) for r in source.where("id >= 400").collect()}
+    history = _history(spark, path)
+    assert [h.operation for h in history] == ["OPTIMIZE", operation, "WRITE"]
+    assert history[0].operationParameters["auto"] == "true"
+    assert DeltaLog(path).snapshot().num_files == 1
+    assert _rows(spark, path) == sorted((k, *v) for k, v in expected.items())
+
+
 def test_auto_compaction_waits_for_min_num_files(spark: Any, tmp_path: Path) -> None:
     path = str(tmp_path / "t")
     writer = _df(spark, 0, 300, tasks=4).write.format("delta")

@@ -170,7 +170,8 @@ class Transaction:
         return self._removes + [d.remove for d in self._row_deletes.values()]
 
     @property
-    def _all_adds(self) -> list[dict[str, Any]]:
+    def added_files(self) -> list[dict[str, Any]]:
+        """Every add action to commit: new files and files re-added with a new vector."""
         return self._adds + [d.add for d in self._row_deletes.values() if d.add is not None]
 
     @property
@@ -188,7 +189,7 @@ class Transaction:
 
     def isolation_level(self) -> IsolationLevel:
         """SnapshotIsolation for commits that change no data, else the table's level."""
-        adds, removes = self._all_adds, self._all_removes
+        adds, removes = self.added_files, self._all_removes
         changes_data = any(a.get("dataChange", True) for a in adds) or any(
             r.get("dataChange", True) for r in removes
         )
@@ -234,7 +235,7 @@ class Transaction:
         actions += [("txn", t.to_dict()) for t in self._txns]
         actions += [("domainMetadata", d.to_dict()) for d in self._domains]
         actions += [("remove", r) for r in self._all_removes]
-        actions += [("add", a) for a in self._all_adds]
+        actions += [("add", a) for a in self.added_files]
         actions += [("cdc", c) for c in self._cdcs]
         return actions
 

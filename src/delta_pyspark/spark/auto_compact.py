@@ -1,4 +1,4 @@
-"""Auto compaction: after a write commits, compact the partitions it left fragmented.
+"""Auto compaction: after a write or DML commits, compact the partitions it left fragmented.
 
 Enabled by the session conf ``spark.databricks.delta.autoCompact.enabled`` when set,
 else by the table property ``delta.autoOptimize.autoCompact`` (``true``/``auto``). Of
@@ -27,6 +27,9 @@ from delta_pyspark.spark.optimize import OptimizeResult, OptimizeSpec, run_optim
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from delta_pyspark.core.snapshot import Snapshot
+    from delta_pyspark.core.transaction import Transaction
+
 log = logging.getLogger(__name__)
 
 ENABLED_CONF = "spark.databricks.delta.autoCompact.enabled"
@@ -44,6 +47,21 @@ def auto_compact_enabled(spark: SparkSession, configuration: Mapping[str, str]) 
         return str(conf).strip().lower() == "true"
     prop = str(configuration.get(ENABLED_PROP, "false")).strip().lower()
     return prop in ("true", "auto", "legacy")
+
+
+def commit_and_compact(
+    spark: SparkSession,
+    txn: Transaction,
+    operation: str,
+    parameters: Mapping[str, Any],
+    metrics: Mapping[str, Any],
+    user_metadata: str | None,
+) -> Snapshot:
+    """Commit ``txn``, then auto-compact the partitions it added files to (as delta-spark's
+    post-commit hook does after writes, DELETE, UPDATE and MERGE alike)."""
+    committed = txn.commit(operation, parameters, metrics, user_metadata)
+    auto_compact(spark, txn.log, committed.configuration, txn.added_files)
+    return committed
 
 
 def auto_compact(

@@ -18,6 +18,7 @@ from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.row_deletion import deletion_vectors_enabled, dv_metrics
 from delta_pyspark.core.schema import to_arrow_schema
 from delta_pyspark.core.transaction import Transaction
+from delta_pyspark.spark.auto_compact import commit_and_compact
 from delta_pyspark.spark.conditions import as_column, as_predicate, condition_sql
 from delta_pyspark.spark.rewrite import (
     Rewrite,
@@ -81,7 +82,7 @@ def execute_delete(
         } | dv_metrics(deletes)
         metrics |= Rewrite(removed, [], 0).metrics(start, scan_ms)
         if deletes:
-            txn.commit("DELETE", params, metrics, user_metadata(spark))
+            commit_and_compact(spark, txn, "DELETE", params, metrics, user_metadata(spark))
         return metrics
     if metadata_only:
         scan_ms = elapsed_ms(start)
@@ -101,5 +102,5 @@ def execute_delete(
     if rewrite.removes or rewrite.adds:
         txn.remove_files(rewrite.removes)
         txn.add_files(rewrite.adds)
-        txn.commit("DELETE", params, metrics, user_metadata(spark))
+        commit_and_compact(spark, txn, "DELETE", params, metrics, user_metadata(spark))
     return metrics

@@ -63,6 +63,7 @@ from delta_pyspark.core.schema import (
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.transaction import Transaction
 from delta_pyspark.exceptions import DeltaAnalysisException, DeltaUnsupportedOperationException
+from delta_pyspark.spark.auto_compact import commit_and_compact
 from delta_pyspark.spark.conditions import (
     as_column,
     assigned_value,
@@ -333,7 +334,14 @@ class MergeCommand:
                 df.unpersist()
         metrics["executionTimeMs"] = elapsed_ms(start)
         if txn.has_changes:
-            txn.commit("MERGE", self._parameters(), _ordered(metrics), user_metadata(self.spark))
+            commit_and_compact(
+                self.spark,
+                txn,
+                "MERGE",
+                self._parameters(),
+                _ordered(metrics),
+                user_metadata(self.spark),
+            )
         return metrics
 
     def _parameters(self) -> dict[str, str]:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.row_deletion import deletion_vectors_enabled, dv_metrics
 from delta_pyspark.core.transaction import Transaction
+from delta_pyspark.spark.auto_compact import commit_and_compact
 from delta_pyspark.spark.conditions import (
     as_column,
     as_predicate,
@@ -85,7 +86,7 @@ def execute_update(
         metrics = {"numUpdatedRows": sum(len(d.rows) for d in deletes), "numCopiedRows": 0}
         metrics |= dv_metrics(deletes) | Rewrite(removed, adds, 0).metrics(start, scan_ms)
         if deletes:
-            txn.commit("UPDATE", params, metrics, user_metadata(spark))
+            commit_and_compact(spark, txn, "UPDATE", params, metrics, user_metadata(spark))
         return metrics
     files, updated = touched_files(spark, snapshot, files, cond)
     scan_ms = elapsed_ms(start)
@@ -97,5 +98,5 @@ def execute_update(
     if rewrite.removes:
         txn.remove_files(rewrite.removes)
         txn.add_files(rewrite.adds)
-        txn.commit("UPDATE", params, metrics, user_metadata(spark))
+        commit_and_compact(spark, txn, "UPDATE", params, metrics, user_metadata(spark))
     return metrics

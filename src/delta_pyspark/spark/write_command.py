@@ -35,7 +35,7 @@ from delta_pyspark.exceptions import (
     DeltaIllegalArgumentException,
     DeltaTableNotFoundError,
 )
-from delta_pyspark.spark.auto_compact import auto_compact
+from delta_pyspark.spark.auto_compact import commit_and_compact
 from delta_pyspark.spark.optimized_write import optimize_write_enabled
 from delta_pyspark.spark.rewrite import rewrite_without
 from delta_pyspark.spark.session_conf import auto_merge, user_metadata
@@ -215,11 +215,8 @@ def write_delta(
     }
     if removes:
         metrics["numRemovedFiles"] = len(removes)
-    committed = txn.commit(
-        operation, params, metrics, user_metadata(spark, request.opt("userMetadata"))
-    )
-    auto_compact(spark, delta_log, committed.configuration, adds)
-    return committed
+    meta = user_metadata(spark, request.opt("userMetadata"))
+    return commit_and_compact(spark, txn, operation, params, metrics, meta)
 
 
 def _dynamic(spark: SparkSession, request: WriteRequest) -> bool:
