@@ -1,10 +1,12 @@
-"""One SparkSession for the whole test run (local[2], UI off, few shuffle partitions)."""
+"""One SparkSession for the whole test run (local[2], UI off, few shuffle partitions),
+and a fixture setting session confs for one test."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -47,3 +49,17 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "tests/spark/" in str(item.fspath):
             item.add_marker(pytest.mark.spark)
+
+
+@pytest.fixture
+def conf(spark: Any) -> Iterator[Callable[[str, str], None]]:
+    """Set session confs for one test; unset afterwards."""
+    keys: list[str] = []
+
+    def setter(key: str, value: str) -> None:
+        keys.append(key)
+        spark.conf.set(key, value)
+
+    yield setter
+    for k in keys:
+        spark.conf.unset(k)

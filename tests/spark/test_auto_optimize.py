@@ -6,15 +6,13 @@ import json
 import logging
 import os
 from collections import Counter
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+from commit_hooks import before_commit
 
 from delta_pyspark.core.delta_log import DeltaLog
-from delta_pyspark.core.transaction import Transaction
 from delta_pyspark.tables import DeltaTable
 
 OPTIMIZE_WRITE = "spark.databricks.delta.optimizeWrite.enabled"
@@ -22,40 +20,6 @@ BIN_SIZE = "spark.databricks.delta.optimizeWrite.binSize"
 AUTO_COMPACT = "spark.databricks.delta.autoCompact.enabled"
 MIN_NUM_FILES = "spark.databricks.delta.autoCompact.minNumFiles"
 ADVISORY = "spark.sql.adaptive.advisoryPartitionSizeInBytes"
-
-
-@pytest.fixture
-def conf(spark: Any) -> Iterator[Callable[[str, str], None]]:
-    keys: list[str] = []
-
-    def setter(key: str, value: str) -> None:
-        keys.append(key)
-        spark.conf.set(key, value)
-
-    yield setter
-    for k in keys:
-        spark.conf.unset(k)
-
-
-@contextmanager
-def before_commit(fn: Callable[[], None], operation: str) -> Iterator[None]:
-    """Run ``fn`` (a concurrent writer) right before the first ``operation`` commit."""
-    original = Transaction.commit
-    fired = False
-
-    def commit(self: Transaction, op: str, *args: Any, **kwargs: Any) -> Any:
-        nonlocal fired
-        if not fired and op == operation:
-            fired = True
-            fn()
-        return original(self, op, *args, **kwargs)
-
-    Transaction.commit = commit  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        Transaction.commit = original  # type: ignore[method-assign]
-    assert fired, f"no {operation} commit happened"
 
 
 def _df(spark: Any, start: int, end: int, tasks: int) -> Any:

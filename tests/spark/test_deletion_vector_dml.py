@@ -96,9 +96,7 @@ def test_delete_every_row_of_a_file_removes_it(spark: Any, tmp_path: Path) -> No
     assert DeltaLog(path).snapshot().num_files == 3
 
 
-def test_delete_overlapping_an_earlier_vector_counts_only_new_rows(
-    spark: Any, table: str
-) -> None:
+def test_delete_overlapping_an_earlier_vector_counts_only_new_rows(spark: Any, table: str) -> None:
     dt = DeltaTable.forPath(spark, table)
     dt.delete("id % 10 = 3")
     version = DeltaLog(table).snapshot().version

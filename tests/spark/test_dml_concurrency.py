@@ -1,44 +1,21 @@
 """DML against the isolation matrix: a concurrent commit lands between read and commit.
 
-``interleave(fn)`` runs ``fn`` (the winning operation, committed for real) right before
+``before_commit(fn)`` runs ``fn`` (the winning operation, committed for real) right before
 the operation under test commits, so the loser started from the older snapshot exactly
 as two racing writers would; outcomes are deterministic.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+from commit_hooks import before_commit
 
 from delta_pyspark.core.delta_log import DeltaLog
-from delta_pyspark.core.transaction import Transaction
 from delta_pyspark.exceptions import ConcurrentAppendException, ConcurrentDeleteReadException
 from delta_pyspark.tables import DeltaTable
-
-
-@contextmanager
-def interleave(fn: Callable[[], None]) -> Iterator[None]:
-    """Run ``fn`` just before the next commit attempt of the code in the ``with`` block."""
-    original = Transaction.commit
-    fired = False
-
-    def commit(self: Transaction, *args: Any, **kwargs: Any) -> Any:
-        nonlocal fired
-        if not fired:
-            fired = True
-            fn()
-        return original(self, *args, **kwargs)
-
-    Transaction.commit = commit  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        Transaction.commit = original  # type: ignore[method-assign]
-    assert fired, "the operation under test never committed"
 
 
 def _table(
@@ -89,7 +66,7 @@ def test_worked_example_disjoint_key_commits_under_serializable(spark: Any, tmp_
     """T1 inserts id=1; T2 (same snapshot) upserts id=2: no file T1 added can hold id=2."""
     path = str(tmp_path / "t")
     _table(spark, path, [2, 3, 4, 12, 13], "Serializable")
-    with interleave(lambda: _insert(spark, path, [(1, 10)])):
+    with before_commit(lambda: _insert(spark, path, [(1, 10)])):
         _upsert(spark, path, [(2, 100)])
     assert _state(spark, path) == {1: 10, 2: 120, 3: 30, 4: 40, 12: 120, 13: 130}
     info = DeltaLog(path).history(1)[0]
@@ -106,7 +83,7 @@ def test_worked_example_same_key_conflicts_under_serializable(spark: Any, tmp_pa
     _table(spark, path, [2, 3, 4, 12, 13], "Serializable")
     with (
         pytest.raises(ConcurrentAppendException, match=r"version 1 \(WRITE") as err,
-        interleave(lambda: _insert(spark, path, [(5, 50)])),
+        before_commit(lambda: _insert(spark, path, [(5, 50)])),
     ):
         _upsert(spark, path, [(5, 100)])
     assert "id IN (5)" in str(err.value)
@@ -117,7 +94,7 @@ def test_worked_example_same_key_conflicts_under_serializable(spark: Any, tmp_pa
 def test_merge_vs_blind_insert_commits_under_write_serializable(spark: Any, tmp_path: Path):
     path = str(tmp_path / "t")
     _table(spark, path, [2, 3, 4])
-    with interleave(lambda: _insert(spark, path, [(5, 50)])):
+    with before_commit(lambda: _insert(spark, path, [(5, 50)])):
         _upsert(spark, path, [(5, 100)])
     # A state no serial order gives (the upsert did not see the insert): WriteSerializable.
     rows = spark.read.format("delta").load(path).where("id = 5").collect()
@@ -129,7 +106,7 @@ def test_disjoint_merges_in_one_partition_both_commit(spark: Any, tmp_path: Path
     path = str(tmp_path / "t")
     _table(spark, path, [*range(10, 21)])  # b=1 holds ids 10..19
     before = _state(spark, path)
-    with interleave(lambda: _upsert(spark, path, [(18, 1), (19, 1)])):
+    with before_commit(lambda: _upsert(spark, path, [(18, 1), (19, 1)])):
         _upsert(spark, path, [(10, 1), (11, 1)])
     after = _state(spark, path)
     assert after == before | {10: 101, 11: 111, 18: 181, 19: 191}
@@ -143,7 +120,7 @@ def test_update_and_delete_on_the_same_file_one_fails(spark: Any, tmp_path: Path
     # As in delta-spark, the rewritten copy the DELETE added is checked first: it may hold id 3.
     with (
         pytest.raises(ConcurrentAppendException, match=r"version 1 \(DELETE.*\[id = 3\]"),
-        interleave(lambda: dt.delete("id = 4")),
+        before_commit(lambda: dt.delete("id = 4")),
     ):
         dt.update("id = 3", {"value": "0"})
     assert _state(spark, path) == {1: 10, 2: 20, 3: 30}  # the serial order "delete" alone
@@ -159,7 +136,7 @@ def test_update_of_a_file_removed_by_a_partition_delete(spark: Any, tmp_path: Pa
     dt = DeltaTable.forPath(spark, path)
     with (
         pytest.raises(ConcurrentDeleteReadException, match="which this transaction read"),
-        interleave(lambda: dt.delete("b = 0")),
+        before_commit(lambda: dt.delete("b = 0")),
     ):
         dt.update("id = 2", {"value": "0"})
     assert _state(spark, path) == {13: 130, 14: 140}
@@ -171,14 +148,14 @@ def test_delete_vs_insert_into_read_range(spark: Any, tmp_path: Path):
     dt = DeltaTable.forPath(spark, path)
     with (
         pytest.raises(ConcurrentAppendException),
-        interleave(lambda: _insert(spark, path, [(2, 99)])),
+        before_commit(lambda: _insert(spark, path, [(2, 99)])),
     ):
         dt.delete("id = 2")
     # Under WriteSerializable the same race commits: the delete is ordered before the insert.
     path2 = str(tmp_path / "w")
     _table(spark, path2, [1, 2, 3])
     dt2 = DeltaTable.forPath(spark, path2)
-    with interleave(lambda: _insert(spark, path2, [(2, 99)])):
+    with before_commit(lambda: _insert(spark, path2, [(2, 99)])):
         dt2.delete("id = 2")
     assert _state(spark, path2) == {1: 10, 2: 99, 3: 30}
 
@@ -186,7 +163,7 @@ def test_delete_vs_insert_into_read_range(spark: Any, tmp_path: Path):
 def test_concurrent_inserts_never_conflict(spark: Any, tmp_path: Path):
     path = str(tmp_path / "t")
     _table(spark, path, [1], "Serializable")
-    with interleave(lambda: _insert(spark, path, [(2, 20)])):
+    with before_commit(lambda: _insert(spark, path, [(2, 20)])):
         _insert(spark, path, [(3, 30)])
     assert _state(spark, path) == {1: 10, 2: 20, 3: 30}
     versions = [h["readVersion"] for h in DeltaLog(path).history(2)]

@@ -7,19 +7,17 @@ import math
 import os
 import random
 import shutil
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 import pytest
+from commit_hooks import before_commit
 
 from delta_pyspark import scan_report
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.expressions import parse_predicate
 from delta_pyspark.core.optimize_plan import pack_bins
-from delta_pyspark.core.transaction import Transaction
 from delta_pyspark.exceptions import (
     ConcurrentDeleteReadException,
     DeltaAnalysisException,
@@ -35,42 +33,6 @@ SCHEMA = "id long, p int, x long, y long, s string"
 
 
 # ----------------------------------------------------------------------------- helpers
-
-
-@contextmanager
-def before_commit(fn: Callable[[], None], operation: str | None = None) -> Iterator[None]:
-    """Run ``fn`` (a concurrent writer, committed for real) right before the first commit
-    attempt of ``operation`` (any operation when None) inside the block."""
-    original = Transaction.commit
-    fired = False
-
-    def commit(self: Transaction, op: str, *args: Any, **kwargs: Any) -> Any:
-        nonlocal fired
-        if not fired and (operation is None or op == operation):
-            fired = True
-            fn()
-        return original(self, op, *args, **kwargs)
-
-    Transaction.commit = commit  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        Transaction.commit = original  # type: ignore[method-assign]
-    assert fired, "the operation under test never committed"
-
-
-@pytest.fixture
-def conf(spark: Any) -> Iterator[Callable[[str, str], None]]:
-    """Set session confs for one test; unset afterwards."""
-    keys: list[str] = []
-
-    def setter(key: str, value: str) -> None:
-        keys.append(key)
-        spark.conf.set(key, value)
-
-    yield setter
-    for k in keys:
-        spark.conf.unset(k)
 
 
 def _df(spark: Any, ids: range, seed: int = 0) -> Any:
