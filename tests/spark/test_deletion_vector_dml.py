@@ -112,6 +112,20 @@ def test_delete_overlapping_an_earlier_vector_counts_only_new_rows(spark: Any, t
     assert DeltaLog(table).snapshot().version == version + 1
 
 
+def test_row_indexes_are_right_with_the_row_based_parquet_reader(
+    spark: Any, table: str, conf: Any
+) -> None:
+    """Row positions come from Spark's Parquet reader; its row-based (non-vectorized) path
+    must give the same ones for reads and for DELETE."""
+    conf("spark.sql.parquet.enableVectorizedReader", "false")
+    dt = DeltaTable.forPath(spark, table)
+    dt.delete("id % 10 = 3")
+    dt.delete("id % 10 = 6")
+    assert _rows(spark, table) == _expected(i for i in range(40) if i % 10 not in (3, 6))
+    conf("spark.sql.parquet.enableVectorizedReader", "true")
+    assert _rows(spark, table) == _expected(i for i in range(40) if i % 10 not in (3, 6))
+
+
 def test_update_writes_only_the_new_versions_of_changed_rows(spark: Any, table: str) -> None:
     out = DeltaTable.forPath(spark, table).update("id IN (1, 12, 13, 39)", {"v": "v + 1"})
     assert out.collect()[0]["num_affected_rows"] == 4
