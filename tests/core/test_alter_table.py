@@ -12,6 +12,7 @@ import pytest
 from delta_pyspark.core.actions import Protocol
 from delta_pyspark.core.alter_table import set_properties, unset_properties
 from delta_pyspark.core.delta_log import DeltaLog
+from delta_pyspark.core.table_features import with_features
 from delta_pyspark.core.table_properties import validate_property
 from delta_pyspark.core.transaction import Transaction, create_table
 from delta_pyspark.exceptions import (
@@ -281,10 +282,83 @@ def test_manifest_and_deletion_vectors_are_exclusive(log: DeltaLog) -> None:
         set_properties(log, {"delta.enableDeletionVectors": "true"})
 
 
-def test_in_commit_timestamps_on_existing_table_refused(log: DeltaLog) -> None:
-    with pytest.raises(DeltaUnsupportedOperationException, match="enableInCommitTimestamps"):
-        set_properties(log, {"delta.enableInCommitTimestamps": "true"})
-    set_properties(log, {"delta.enableInCommitTimestamps": "false"})  # a no-op value is fine
+def test_enabling_in_commit_timestamps_on_an_existing_table_records_where_they_start(
+    log: DeltaLog,
+) -> None:
+    import os
+
+    import deltalake
+
+    log_dir = Path(log.table_root) / "_delta_log"
+    for v, seconds in ((0, 1_600_000_000), (1, 1_600_000_100)):  # old, distinct file times
+        os.utime(log_dir / f"{v:020d}.json", (seconds, seconds))
+    snap = set_properties(log, {"delta.enableInCommitTimestamps": "true"})
+    assert snap.version == 2
+    enabling = _commit(log, 2)
+    ict = enabling["commitInfo"]["inCommitTimestamp"]
+    assert ict > 1_600_000_100_000  # after the previous commit's file time
+    conf = enabling["metaData"]["configuration"]
+    assert conf["delta.enableInCommitTimestamps"] == "true"
+    assert conf["delta.inCommitTimestampEnablementVersion"] == "2"
+    assert conf["delta.inCommitTimestampEnablementTimestamp"] == str(ict)
+    assert "inCommitTimestamp" in enabling["protocol"]["writerFeatures"]
+    assert snap.timestamp == ict
+
+    txn = Transaction(log, snap)
+    txn.add_files(
+        [
+            {
+                "path": "p=b/g.parquet",
+                "partitionValues": {"p": "b"},
+                "size": 1,
+                "modificationTime": 1,
+                "dataChange": True,
+            }
+        ]
+    )
+    later = txn.commit("WRITE", {})
+    assert _commit(log, 3)["commitInfo"]["inCommitTimestamp"] > ict
+    assert "delta.inCommitTimestampEnablementVersion" not in _commit(log, 3).get("metaData", {})
+    assert dict(later.configuration)["delta.inCommitTimestampEnablementVersion"] == "2"
+    # file times before the enablement, in-commit timestamps from it on
+    assert [r.timestamp for r in log.commit_records()][:3] == [
+        1_600_000_000_000,
+        1_600_000_100_000,
+        ict,
+    ]
+    assert log.version_at_timestamp(1_600_000_100_000) == 1
+    assert log.version_at_timestamp(ict) == 2
+    assert deltalake.DeltaTable(log.table_root).version() == 3
+
+
+def test_enablement_is_stamped_with_the_version_that_commits(log: DeltaLog) -> None:
+    """A concurrent append wins version 2: the enabling commit retries as version 3 and
+    records 3, not the version it first tried."""
+    snap = log.snapshot()
+    txn = Transaction(log, snap)
+    conf = dict(snap.configuration) | {"delta.enableInCommitTimestamps": "true"}
+    txn.update_metadata(snap.metadata.with_changes(configuration=conf))
+    txn.update_protocol(with_features(snap.protocol, {"inCommitTimestamp"}))
+    other = Transaction(log, snap)
+    other.add_files(
+        [
+            {
+                "path": "p=c/h.parquet",
+                "partitionValues": {"p": "c"},
+                "size": 1,
+                "modificationTime": 1,
+                "dataChange": True,
+            }
+        ]
+    )
+    other.commit("WRITE", {})
+    committed = txn.commit("SET TBLPROPERTIES", {})
+    assert committed.version == 3
+    conf3 = _commit(log, 3)["metaData"]["configuration"]
+    assert conf3["delta.inCommitTimestampEnablementVersion"] == "3"
+    assert conf3["delta.inCommitTimestampEnablementTimestamp"] == str(
+        _commit(log, 3)["commitInfo"]["inCommitTimestamp"]
+    )
 
 
 def test_unset(log: DeltaLog) -> None:

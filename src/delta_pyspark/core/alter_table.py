@@ -67,7 +67,6 @@ def set_properties(log: DeltaLog, properties: Mapping[str, str]) -> Snapshot:
     conf.update({k: v for k, v in requested.items() if not _protocol_only(k)})
     schema_string = _column_mapping_change(snapshot, old_conf, conf)
     _check_manifest_compatibility(snapshot, conf)
-    _check_in_commit_timestamps(old_conf, conf)
 
     protocol = _target_protocol(snapshot, schema_string, conf, requested)
     txn = Transaction(log, snapshot)
@@ -250,15 +249,4 @@ def _check_manifest_compatibility(snapshot: Snapshot, conf: Mapping[str, str]) -
         raise DeltaAnalysisException(
             f"cannot enable {props.SYMLINK_MANIFEST} on a table with column mapping: "
             "manifest readers would see physical column names"
-        )
-
-
-def _check_in_commit_timestamps(old: Mapping[str, str], new: Mapping[str, str]) -> None:
-    """Enabling in-commit timestamps on an existing table must record the enablement
-    version and timestamp (the timestamp of that very commit), which the transaction
-    cannot stamp yet: refuse rather than write a table other readers misread."""
-    if props.in_commit_timestamps(new) and not props.in_commit_timestamps(old):
-        raise DeltaUnsupportedOperationException(
-            f"enabling {props.IN_COMMIT_TIMESTAMPS} on an existing table is not supported "
-            "yet; set it when the table is created"
         )

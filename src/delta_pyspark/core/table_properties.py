@@ -16,6 +16,8 @@ EXPIRED_LOG_CLEANUP = "delta.enableExpiredLogCleanup"
 CHECKPOINT_STATS_AS_JSON = "delta.checkpoint.writeStatsAsJson"
 CHECKPOINT_STATS_AS_STRUCT = "delta.checkpoint.writeStatsAsStruct"
 IN_COMMIT_TIMESTAMPS = "delta.enableInCommitTimestamps"
+ICT_ENABLEMENT_VERSION = "delta.inCommitTimestampEnablementVersion"
+ICT_ENABLEMENT_TIMESTAMP = "delta.inCommitTimestampEnablementTimestamp"
 ISOLATION_LEVEL = "delta.isolationLevel"
 APPEND_ONLY = "delta.appendOnly"
 
@@ -276,13 +278,13 @@ _SPECS = [
         why_not="it is maintained by the column mapping machinery",
     ),
     PropertySpec(
-        "delta.inCommitTimestampEnablementVersion",
+        ICT_ENABLEMENT_VERSION,
         _check_int(0),
         settable=False,
         why_not="it is set when in-commit timestamps are enabled",
     ),
     PropertySpec(
-        "delta.inCommitTimestampEnablementTimestamp",
+        ICT_ENABLEMENT_TIMESTAMP,
         _check_int(0),
         settable=False,
         why_not="it is set when in-commit timestamps are enabled",

@@ -271,11 +271,16 @@ class Transaction:
         winners: list[CommitActions] = []
         ctx: ConflictContext | None = None
         self._close_dv_writers()
+        enabling_ict = self._enables_in_commit_timestamps()
+        previous_mtime = self.snapshot.timestamp if self.snapshot else 0  # the read version's
         while True:
             self.attempts += 1
             ict = None
             if props.in_commit_timestamps(self.metadata.configuration):
                 ict = max(int(time.time() * 1000), self._latest_timestamp(winners) + 1)
+                if enabling_ict:  # after the previous commit's file time, recorded as such
+                    ict = max(ict, previous_mtime + 1)
+                    self._stamp_ict_enablement(version, ict)
             info = commit_info(
                 operation,
                 parameters or {},
@@ -308,6 +313,7 @@ class Transaction:
                     self._rebase(ctx, check_commit(ctx, v, winner), winner, v)
                     winners.append(winner)
                     version = v + 1
+                    previous_mtime = status.modification_time
                 self._close_dv_writers()
         self.committed_version = version
         committed = parse_actions(encode_commit(actions), f"version {version}")
@@ -337,6 +343,23 @@ class Transaction:
                 keys.discard(r.key)
                 keys.add(moved.key)
             ctx.reads.file_keys.add(moved.key)
+
+    def _enables_in_commit_timestamps(self) -> bool:
+        """Whether this commit turns in-commit timestamps on for a table whose earlier
+        commits lack them (then it must record where they start)."""
+        return (
+            self.snapshot is not None
+            and props.in_commit_timestamps(self.metadata.configuration)
+            and not props.in_commit_timestamps(self.snapshot.configuration)
+        )
+
+    def _stamp_ict_enablement(self, version: int, ict: int) -> None:
+        """Record the enablement version and timestamp (this attempt's) in the metadata."""
+        conf = dict(self.metadata.configuration) | {
+            props.ICT_ENABLEMENT_VERSION: str(version),
+            props.ICT_ENABLEMENT_TIMESTAMP: str(ict),
+        }
+        self._metadata = self.metadata.with_changes(configuration=conf)
 
     def _latest_timestamp(self, winners: list[CommitActions]) -> int:
         from delta_pyspark.core.actions import commit_timestamp
