@@ -16,7 +16,9 @@ from delta_pyspark.core.schema import StructType
 from delta_pyspark.exceptions import DeltaAnalysisException
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+    from delta_pyspark.core.snapshot import Snapshot
 
 
 def condition_sql(condition: str | Column | None) -> str | None:
@@ -60,6 +62,16 @@ def as_predicate(condition: str | Column, over: DataFrame | None = None, where: 
             sql = None
         return parse_predicate(sql) if sql else Unknown(condition_sql(condition) or "")
     return parse_predicate(condition_sql(condition) or "true")
+
+
+def table_predicate(spark: SparkSession, snapshot: Snapshot, condition: str | Column) -> Expr:
+    """``as_predicate`` of a DML condition on the table of ``snapshot``: a ``Column`` is
+    resolved against an empty scan of the table; a SQL string needs no Spark call."""
+    if isinstance(condition, str):
+        return as_predicate(condition)
+    from delta_pyspark.spark.scan import read_files
+
+    return as_predicate(condition, read_files(spark, snapshot, snapshot.files.slice(0, 0)))
 
 
 def resolve_assignments(

@@ -19,7 +19,7 @@ from delta_pyspark.core.row_deletion import deletion_vectors_enabled, dv_metrics
 from delta_pyspark.core.schema import to_arrow_schema
 from delta_pyspark.core.transaction import Transaction
 from delta_pyspark.spark.auto_compact import commit_and_compact
-from delta_pyspark.spark.conditions import as_column, as_predicate, condition_sql
+from delta_pyspark.spark.conditions import as_column, condition_sql, table_predicate
 from delta_pyspark.spark.rewrite import (
     Rewrite,
     elapsed_ms,
@@ -28,7 +28,7 @@ from delta_pyspark.spark.rewrite import (
     rewrite_files,
     touched_files,
 )
-from delta_pyspark.spark.scan import prune_files, read_files, session_time_zone
+from delta_pyspark.spark.scan import prune_files, session_time_zone
 from delta_pyspark.spark.session_conf import user_metadata
 
 if TYPE_CHECKING:
@@ -50,7 +50,7 @@ def execute_delete(
         txn.read_whole_table()
         metadata_only = True
     else:
-        expr = as_predicate(condition, read_files(spark, snapshot, snapshot.files.slice(0, 0)))
+        expr = table_predicate(spark, snapshot, condition)
         txn.read_predicate(expr, session_time_zone(spark))
         _, data_part = split_partition_predicate(expr, snapshot.partition_columns)
         metadata_only = data_part is None

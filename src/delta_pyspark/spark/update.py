@@ -19,10 +19,10 @@ from delta_pyspark.core.transaction import Transaction
 from delta_pyspark.spark.auto_compact import commit_and_compact
 from delta_pyspark.spark.conditions import (
     as_column,
-    as_predicate,
     assigned_value,
     condition_sql,
     resolve_assignments,
+    table_predicate,
 )
 from delta_pyspark.spark.rewrite import (
     Rewrite,
@@ -60,7 +60,7 @@ def execute_update(
         txn.read_whole_table()
         files = snapshot.files
     else:
-        expr = as_predicate(condition, read_files(spark, snapshot, snapshot.files.slice(0, 0)))
+        expr = table_predicate(spark, snapshot, condition)
         txn.read_predicate(expr, session_time_zone(spark))
         files = prune_files(snapshot, expr, session_time_zone(spark))
     txn.read_files(files)
