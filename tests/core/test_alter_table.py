@@ -12,6 +12,7 @@ import pytest
 from delta_pyspark.core.actions import Protocol
 from delta_pyspark.core.alter_table import set_properties, unset_properties
 from delta_pyspark.core.delta_log import DeltaLog
+from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.table_features import with_features
 from delta_pyspark.core.table_properties import validate_property
 from delta_pyspark.core.transaction import Transaction, create_table
@@ -46,20 +47,17 @@ SCHEMA = json.dumps(
 def log(tmp_path: Path) -> DeltaLog:
     log = DeltaLog(str(tmp_path / "t"))
     create_table(log, SCHEMA, ["p"], configuration={"user.owner": "me"})
-    txn = Transaction(log, log.snapshot())
-    txn.add_files(
-        [
-            {
-                "path": "p=a/f.parquet",
-                "partitionValues": {"p": "a"},
-                "size": 1,
-                "modificationTime": 1,
-                "dataChange": True,
-            }
-        ]
-    )
-    txn.commit("WRITE", {})
+    _append(log, "a")
     return log
+
+
+def _append(log: DeltaLog, partition: str) -> Snapshot:
+    """Commit one (fake) data file in partition ``p=<partition>``."""
+    txn = Transaction(log, log.snapshot())
+    path = f"p={partition}/f.parquet"
+    add = {"path": path, "partitionValues": {"p": partition}, "size": 1, "modificationTime": 1}
+    txn.add_files([add | {"dataChange": True}])
+    return txn.commit("WRITE", {})
 
 
 def _commit(log: DeltaLog, version: int) -> dict[str, Any]:
@@ -304,19 +302,7 @@ def test_enabling_in_commit_timestamps_on_an_existing_table_records_where_they_s
     assert "inCommitTimestamp" in enabling["protocol"]["writerFeatures"]
     assert snap.timestamp == ict
 
-    txn = Transaction(log, snap)
-    txn.add_files(
-        [
-            {
-                "path": "p=b/g.parquet",
-                "partitionValues": {"p": "b"},
-                "size": 1,
-                "modificationTime": 1,
-                "dataChange": True,
-            }
-        ]
-    )
-    later = txn.commit("WRITE", {})
+    later = _append(log, "b")
     assert _commit(log, 3)["commitInfo"]["inCommitTimestamp"] > ict
     assert "delta.inCommitTimestampEnablementVersion" not in _commit(log, 3).get("metaData", {})
     assert dict(later.configuration)["delta.inCommitTimestampEnablementVersion"] == "2"
@@ -339,19 +325,7 @@ def test_enablement_is_stamped_with_the_version_that_commits(log: DeltaLog) -> N
     conf = dict(snap.configuration) | {"delta.enableInCommitTimestamps": "true"}
     txn.update_metadata(snap.metadata.with_changes(configuration=conf))
     txn.update_protocol(with_features(snap.protocol, {"inCommitTimestamp"}))
-    other = Transaction(log, snap)
-    other.add_files(
-        [
-            {
-                "path": "p=c/h.parquet",
-                "partitionValues": {"p": "c"},
-                "size": 1,
-                "modificationTime": 1,
-                "dataChange": True,
-            }
-        ]
-    )
-    other.commit("WRITE", {})
+    _append(log, "c")  # the concurrent winner
     committed = txn.commit("SET TBLPROPERTIES", {})
     assert committed.version == 3
     conf3 = _commit(log, 3)["metaData"]["configuration"]
