@@ -168,10 +168,11 @@ def read_files(
             empty = empty.selectExpr("*", f"'' AS {FILE_PATH}", f"0L AS {ROW_INDEX}").limit(0)
         return _to_logical(empty, schema, physical, extra)
 
-    has_dv = pc.is_valid(files.column("deletionVector"))
-    if keep_deleted:
-        has_dv = pc.and_(has_dv, False)
-    plain, with_dv = files.filter(pc.invert(has_dv)), files.filter(has_dv)
+    if keep_deleted:  # read every file as if it had no vector
+        plain, with_dv = files, files.slice(0, 0)
+    else:
+        has_dv = pc.is_valid(files.column("deletionVector"))
+        plain, with_dv = files.filter(pc.invert(has_dv)), files.filter(has_dv)
     root = snapshot.table_root
     frames = []
     # Spark's partition discovery leaves binary values escaped ("%01"): literal branches
