@@ -42,6 +42,10 @@ class DeltaUnsupportedOperationException(DeltaError):
     """The operation cannot be carried out as asked (e.g. an ambiguous MERGE)."""
 
 
+class DeltaJvmExtensionError(DeltaError):
+    """delta-pyspark's JVM helper could not be built, or the SparkSession lacks it."""
+
+
 class FileAlreadyExistsError(DeltaError):
     """Put-if-absent lost: another writer created the file first."""
 

@@ -20,6 +20,7 @@ from delta_pyspark.core.time_travel import parse_timestamp_ms, split_path_suffix
 from delta_pyspark.exceptions import DeltaIllegalArgumentException
 from delta_pyspark.spark.catalog import table_location
 from delta_pyspark.spark.filter_skipping import refine, scan_table
+from delta_pyspark.spark.jvm_extension import with_extension_jar
 from delta_pyspark.spark.write_command import WriteRequest, write_delta
 
 SESSION_DEFAULTS = {
@@ -35,6 +36,8 @@ def configure_spark_with_delta(builder: SparkSession.Builder) -> SparkSession.Bu
     """Counterpart of delta-spark's ``configure_spark_with_delta_pip``."""
     for key, value in SESSION_DEFAULTS.items():
         builder = builder.config(key, value)
+    jars = getattr(builder, "_options", {}).get("spark.jars")
+    builder = builder.config("spark.jars", with_extension_jar(jars))
     install()
     return builder
 

@@ -126,6 +126,42 @@ def test_row_indexes_are_right_with_the_row_based_parquet_reader(
     assert _rows(spark, table) == _expected(i for i in range(40) if i % 10 not in (3, 6))
 
 
+def test_reads_drop_deleted_rows_in_a_filter_that_keeps_pushdown(spark: Any, table: str) -> None:
+    """Deleted rows are dropped by the JVM helper's per-row test right above the scan (no
+    join), and a user's filter still reaches Parquet's row-group pushdown beneath it."""
+    DeltaTable.forPath(spark, table).delete("id % 10 = 3")
+    df = spark.read.format("delta").load(table).where("id > 20")
+    plan = df._jdf.queryExecution().executedPlan().toString()
+    # files holding only ids <= 20 were skipped: 23 and 33 are left, one per file
+    assert "DeletedRows(2 rows in 2 files).contains(" in plan
+    assert "Join" not in plan
+    assert "GreaterThan(id,20)" in plan  # in the scan's PushedFilters
+    assert sorted(tuple(r) for r in df.select("id", "v", "p").collect()) == _expected(
+        i for i in range(21, 40) if i % 10 != 3
+    )
+
+
+def test_reads_are_exact_when_spark_splits_a_file_by_row_groups(
+    spark: Any, tmp_path: Path, conf: Any
+) -> None:
+    """A file read as several splits (one per row group) keeps each row's position."""
+    hadoop = spark.sparkContext._jsc.hadoopConfiguration()
+    hadoop.set("parquet.block.size", "4096")
+    try:
+        path = str(tmp_path / "t")
+        _make(spark, path, n=20_000, files=1)
+    finally:
+        hadoop.unset("parquet.block.size")
+    (data_file,) = Path(path).glob("*.parquet")
+    assert pq.ParquetFile(data_file).num_row_groups > 4
+    DeltaTable.forPath(spark, path).delete("id % 997 = 5 OR id >= 19990")
+    conf("spark.sql.files.maxPartitionBytes", "16k")
+    conf("spark.sql.files.openCostInBytes", "0")
+    df = spark.read.format("delta").load(path)
+    assert df.rdd.getNumPartitions() > 4
+    assert _rows(spark, path) == _expected(i for i in range(19_990) if i % 997 != 5)
+
+
 def test_update_writes_only_the_new_versions_of_changed_rows(spark: Any, table: str) -> None:
     out = DeltaTable.forPath(spark, table).update("id IN (1, 12, 13, 39)", {"v": "v + 1"})
     assert out.collect()[0]["num_affected_rows"] == 4

@@ -69,7 +69,7 @@ def execute_delete(
     params = {"predicate": json.dumps([sql] if sql else [])}
     if not metadata_only and deletion_vectors_enabled(snapshot):
         # rows a vector already deletes are matched too: mark_rows_deleted drops them,
-        # and the scan skips the anti-join against the old vectors
+        # and the scan need not test rows against the old vectors
         touched, rows = matched_rows(
             spark, snapshot, files, as_column(condition), keep_deleted=True
         )

@@ -7,7 +7,7 @@ values (what Spark and delta-spark write): then Spark prunes partitions itself
 from filters the user adds later. Other layouts (column-mapping prefixes,
 foreign writers) get one branch per partition with literal columns, which
 Spark's optimizer also prunes. Files with deletion vectors are read with
-their row indexes and anti-joined against their deleted rows.
+their row indexes, and a filter drops the rows the vectors mark.
 """
 
 from __future__ import annotations
@@ -37,6 +37,7 @@ from delta_pyspark.core.schema import (
 )
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.exceptions import DeltaError
+from delta_pyspark.spark.jvm_extension import invoke, new_object
 from delta_pyspark.spark.paths import data_file_path, spark_file_uri
 from delta_pyspark.spark.types import to_spark_type
 
@@ -45,8 +46,6 @@ if TYPE_CHECKING:
 
 ROW_INDEX = "__delta_row_index"
 FILE_PATH = "__delta_file_path"
-_DELETED_PATH = "__delta_deleted_file_path"
-_DELETED_ROW = "__delta_deleted_row_index"
 # Spark's Parquet reader fills a read field of this name with the row's index in its file
 _SPARK_ROW_INDEX = "_tmp_metadata_row_index"
 
@@ -313,39 +312,38 @@ def _with_row_ids(df: DataFrame) -> DataFrame:
 def _apply_dvs(
     spark: SparkSession, root: str, files: pa.Table, df: DataFrame, keep_row_ids: bool = False
 ) -> DataFrame:
-    """Drop the rows each file's deletion vector marks, with a broadcast anti-join.
+    """Drop the rows each file's deletion vector marks, with a per-row test above the scan.
 
-    The join key is the row index alone (a long: a cheap hash probe per row); the file
-    path is compared only for the few rows whose index some vector holds. Written as
-    ``least = greatest`` so the optimizer keeps it out of the key: hashing every row's
-    path string made reads of such files about twice as slow.
+    The test is ``DeletedRows.contains(_metadata.file_path, row index)`` from the JVM
+    helper (``jvm_extension``): rows come in file order, so it is a few comparisons per
+    row. A broadcast anti-join against the deleted positions, the only way in plain
+    Spark expressions, made reads 2-2.5x slower than reads of the same rows without
+    vectors.
     """
     from pyspark.sql import functions as F
 
     from delta_pyspark.core.log_store import log_store_for
 
     store = log_store_for(root)
-    uris, indexes = [], []
+    paths, counts, indexes = bytearray(), [], []
     for path, dv in zip(
         files.column("path").to_pylist(), files.column("deletionVector").to_pylist(), strict=True
     ):
         rows = deleted_row_indexes(DeletionVectorDescriptor.from_dict(dv), root, store)
-        uris.append(np.full(len(rows), spark_file_uri(data_file_path(root, path)), dtype=object))
-        indexes.append(rows)
-    deleted = pa.table(
-        {
-            _DELETED_PATH: pa.array(np.concatenate(uris) if uris else [], pa.string()),
-            _DELETED_ROW: pa.array(np.concatenate(indexes) if indexes else [], pa.int64()),
-        }
+        paths += spark_file_uri(data_file_path(root, path)).encode() + b"\0"
+        counts.append(len(rows))
+        indexes.append(np.asarray(rows, dtype="<i8"))
+    deleted = new_object(spark, "deltapyspark.DeletedRows")
+    deleted.addAll(
+        paths,
+        bytearray(np.asarray(counts, dtype="<i8").tobytes()),
+        bytearray(np.concatenate(indexes).tobytes()),
     )
-    deleted_df = F.broadcast(spark.createDataFrame(deleted))
-    rows = _with_row_ids(df)
-    path, other = F.col(FILE_PATH), F.col(_DELETED_PATH)
-    on = (F.col(ROW_INDEX) == F.col(_DELETED_ROW)) & (
-        F.least(path, other) == F.greatest(path, other)
+    is_deleted = invoke(
+        spark, deleted, "contains", [F.col("_metadata.file_path"), F.col(_SPARK_ROW_INDEX)]
     )
-    kept = rows.join(deleted_df, on, "left_anti")
-    return kept if keep_row_ids else kept.drop(FILE_PATH, ROW_INDEX)
+    kept = df.where(~is_deleted)
+    return _with_row_ids(kept) if keep_row_ids else kept.drop(_SPARK_ROW_INDEX)
 
 
 def _to_logical(

@@ -1,0 +1,102 @@
+"""delta-pyspark's JVM helper: building the jar, and ``DeletedRows`` answering per row."""
+
+from __future__ import annotations
+
+import random
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from py4j.protocol import Py4JJavaError
+from pyspark.errors import IllegalArgumentException
+
+from delta_pyspark.exceptions import DeltaJvmExtensionError
+from delta_pyspark.spark import jvm_extension
+from delta_pyspark.spark.jvm_extension import extension_jar, new_object, with_extension_jar
+
+
+def _deleted_rows(spark: Any, vectors: dict[str, list[int]]) -> Any:
+    rows = new_object(spark, "deltapyspark.DeletedRows")
+    paths = b"".join(p.encode() + b"\0" for p in vectors)
+    counts = np.asarray([len(v) for v in vectors.values()], dtype="<i8").tobytes()
+    flat = np.asarray([r for v in vectors.values() for r in v], dtype="<i8").tobytes()
+    rows.addAll(bytearray(paths), bytearray(counts), bytearray(flat))
+    return rows
+
+
+def test_jar_is_compiled_once_per_source_and_spark_version(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    jar = Path(extension_jar())
+    assert jar.parent == tmp_path / "delta-pyspark"
+    with zipfile.ZipFile(jar) as z:
+        assert "deltapyspark/DeletedRows.class" in z.namelist()
+    built = jar.stat().st_mtime_ns
+    assert Path(extension_jar()) == jar and jar.stat().st_mtime_ns == built
+    assert with_extension_jar("a.jar") == f"a.jar,{jar}"
+    assert with_extension_jar(f"a.jar,{jar}") == f"a.jar,{jar}"  # configured twice: once
+
+
+def test_a_source_that_does_not_compile_is_a_typed_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sources = tmp_path / "java" / "deltapyspark"
+    sources.mkdir(parents=True)
+    (sources / "Broken.java").write_text("package deltapyspark; public class Broken { int x = ; }")
+    monkeypatch.setattr(jvm_extension, "SOURCES", tmp_path / "java")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    with pytest.raises(DeltaJvmExtensionError, match="compiling delta-pyspark's JVM helper failed"):
+        extension_jar()
+    assert not list((tmp_path / "cache" / "delta-pyspark").glob("*.jar"))
+
+
+def test_a_session_without_the_helper_is_told_how_to_get_it(spark: Any) -> None:
+    with pytest.raises(DeltaJvmExtensionError, match="configure_spark_with_delta"):
+        new_object(spark, "deltapyspark.NoSuchHelper")
+
+
+def test_deleted_rows_answers_like_a_set_in_any_order(spark: Any) -> None:
+    rng = random.Random(11)
+    vectors = {
+        "file:/t/a.parquet": sorted(rng.sample(range(5_000), 300)),
+        "file:/t/b%20c.parquet": [0, 1, 2, 4_999],
+        "file:/t/d.parquet": [7],
+    }
+    deleted = _deleted_rows(spark, vectors)
+    utf8 = spark._jvm.org.apache.spark.unsafe.types.UTF8String.fromString
+    same_instance = {p: utf8(p) for p in vectors}  # Spark passes one instance per file batch
+    probes = [(p, r) for p in vectors for r in range(5_000)]
+    ascending = list(probes)
+    rng.shuffle(probes)
+    for order in (ascending, probes[:4_000]):
+        for i, (path, row) in enumerate(order):
+            file = same_instance[path] if i % 7 else utf8(path)
+            assert deleted.contains(file, row) == (row in vectors[path]), (path, row)
+
+
+def test_deleted_rows_refuses_unknown_files_and_unsorted_input(spark: Any) -> None:
+    deleted = _deleted_rows(spark, {"file:/t/a.parquet": [3]})
+    utf8 = spark._jvm.org.apache.spark.unsafe.types.UTF8String.fromString
+    with pytest.raises(Py4JJavaError, match=r"no deletion vector was loaded for .*/x\.parquet"):
+        deleted.contains(utf8("file:/t/x.parquet"), 0)
+    # PySpark turns java.lang.IllegalArgumentException into its own IllegalArgumentException
+    with pytest.raises(IllegalArgumentException, match=r"b\.parquet are not ascending"):
+        _deleted_rows(spark, {"file:/t/b.parquet": [5, 2]})
+    with pytest.raises(IllegalArgumentException, match=r"two deletion vectors for .*/a\.parquet"):
+        _deleted_rows(spark, {"file:/t/a.parquet": [1]}).addAll(
+            bytearray(b"file:/t/a.parquet\0"),
+            bytearray(np.asarray([1], "<i8").tobytes()),
+            bytearray(np.asarray([2], "<i8").tobytes()),
+        )
+
+
+def test_equal_vectors_make_equal_plan_literals(spark: Any) -> None:
+    one = _deleted_rows(spark, {"file:/t/a.parquet": [1, 5], "file:/t/b.parquet": [2]})
+    same = _deleted_rows(spark, {"file:/t/b.parquet": [2], "file:/t/a.parquet": [1, 5]})
+    other = _deleted_rows(spark, {"file:/t/a.parquet": [1, 6], "file:/t/b.parquet": [2]})
+    assert one.equals(same) and one.hashCode() == same.hashCode()
+    assert not one.equals(other)
+    assert one.toString() == "DeletedRows(3 rows in 2 files)"
