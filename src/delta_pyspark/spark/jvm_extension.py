@@ -111,8 +111,9 @@ def new_object(spark: SparkSession, class_name: str) -> Any:
         raise DeltaJvmExtensionError(
             f"this SparkSession lacks delta-pyspark's JVM helper ({class_name}), which reading "
             "tables with deletion vectors needs: build the session with "
-            "delta_pyspark.configure_spark_with_delta(builder).getOrCreate() (it adds the "
-            "helper jar to spark.jars before the JVM starts)"
+            "delta_pyspark.configure_spark_with_delta(builder).getOrCreate(): it adds the "
+            "helper jar to spark.jars before the JVM starts (a later spark.jars setting on "
+            "the builder must keep it)"
         )
     return cls()
 
