@@ -14,16 +14,16 @@ from pyspark.errors import IllegalArgumentException
 
 from delta_pyspark.exceptions import DeltaJvmExtensionError
 from delta_pyspark.spark import jvm_extension
-from delta_pyspark.spark.jvm_extension import extension_jar, new_object, with_extension_jar
+from delta_pyspark.spark.jvm_extension import (
+    deleted_rows,
+    extension_jar,
+    new_object,
+    with_extension_jar,
+)
 
 
 def _deleted_rows(spark: Any, vectors: dict[str, list[int]]) -> Any:
-    rows = new_object(spark, "deltapyspark.DeletedRows")
-    paths = b"".join(p.encode() + b"\0" for p in vectors)
-    counts = np.asarray([len(v) for v in vectors.values()], dtype="<i8").tobytes()
-    flat = np.asarray([r for v in vectors.values() for r in v], dtype="<i8").tobytes()
-    rows.addAll(bytearray(paths), bytearray(counts), bytearray(flat))
-    return rows
+    return deleted_rows(spark, ((p, np.asarray(v, dtype="<i8")) for p, v in vectors.items()))
 
 
 def test_jar_is_compiled_once_per_source_and_spark_version(

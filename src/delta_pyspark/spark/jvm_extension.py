@@ -19,8 +19,11 @@ import os
 import subprocess
 import tempfile
 import zipfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from delta_pyspark.exceptions import DeltaJvmExtensionError
 
@@ -116,6 +119,22 @@ def new_object(spark: SparkSession, class_name: str) -> Any:
             "the builder must keep it)"
         )
     return cls()
+
+
+def deleted_rows(spark: SparkSession, vectors: Iterable[tuple[str, np.ndarray]]) -> Any:
+    """A ``DeletedRows`` holding each file's (``_metadata.file_path``) sorted row indexes."""
+    paths, counts, indexes = bytearray(), [], []
+    for path, rows in vectors:
+        paths += path.encode() + b"\0"
+        counts.append(len(rows))
+        indexes.append(np.asarray(rows, dtype="<i8"))
+    deleted = new_object(spark, "deltapyspark.DeletedRows")
+    deleted.addAll(
+        paths,
+        bytearray(np.asarray(counts, dtype="<i8").tobytes()),
+        bytearray(np.concatenate(indexes or [np.empty(0, "<i8")]).tobytes()),
+    )
+    return deleted
 
 
 def invoke(spark: SparkSession, target: Any, method: str, args: list[Column]) -> Column:

@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -37,7 +36,7 @@ from delta_pyspark.core.schema import (
 )
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.exceptions import DeltaError
-from delta_pyspark.spark.jvm_extension import invoke, new_object
+from delta_pyspark.spark.jvm_extension import deleted_rows, invoke
 from delta_pyspark.spark.paths import data_file_path, spark_file_uri
 from delta_pyspark.spark.types import to_spark_type
 
@@ -325,19 +324,17 @@ def _apply_dvs(
     from delta_pyspark.core.log_store import log_store_for
 
     store = log_store_for(root)
-    paths, counts, indexes = bytearray(), [], []
-    for path, dv in zip(
-        files.column("path").to_pylist(), files.column("deletionVector").to_pylist(), strict=True
-    ):
-        rows = deleted_row_indexes(DeletionVectorDescriptor.from_dict(dv), root, store)
-        paths += spark_file_uri(data_file_path(root, path)).encode() + b"\0"
-        counts.append(len(rows))
-        indexes.append(np.asarray(rows, dtype="<i8"))
-    deleted = new_object(spark, "deltapyspark.DeletedRows")
-    deleted.addAll(
-        paths,
-        bytearray(np.asarray(counts, dtype="<i8").tobytes()),
-        bytearray(np.concatenate(indexes).tobytes()),
+    paths = files.column("path").to_pylist()
+    vectors = files.column("deletionVector").to_pylist()
+    deleted = deleted_rows(
+        spark,
+        (
+            (
+                spark_file_uri(data_file_path(root, path)),
+                deleted_row_indexes(DeletionVectorDescriptor.from_dict(dv), root, store),
+            )
+            for path, dv in zip(paths, vectors, strict=True)
+        ),
     )
     is_deleted = invoke(
         spark, deleted, "contains", [F.col("_metadata.file_path"), F.col(_SPARK_ROW_INDEX)]
