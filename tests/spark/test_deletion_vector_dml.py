@@ -126,21 +126,6 @@ def test_row_indexes_are_right_with_the_row_based_parquet_reader(
     assert _rows(spark, table) == _expected(i for i in range(40) if i % 10 not in (3, 6))
 
 
-def test_reads_drop_deleted_rows_in_a_filter_that_keeps_pushdown(spark: Any, table: str) -> None:
-    """Deleted rows are dropped by the JVM helper's per-row test right above the scan (no
-    join), and a user's filter still reaches Parquet's row-group pushdown beneath it."""
-    DeltaTable.forPath(spark, table).delete("id % 10 = 3")
-    df = spark.read.format("delta").load(table).where("id > 20")
-    plan = df._jdf.queryExecution().executedPlan().toString()
-    # files holding only ids <= 20 were skipped: 23 and 33 are left, one per file
-    assert "DeletedRows(2 rows in 2 files).contains(" in plan
-    assert "Join" not in plan
-    assert "GreaterThan(id,20)" in plan  # in the scan's PushedFilters
-    assert sorted(tuple(r) for r in df.select("id", "v", "p").collect()) == _expected(
-        i for i in range(21, 40) if i % 10 != 3
-    )
-
-
 def test_reads_are_exact_when_spark_splits_a_file_by_row_groups(
     spark: Any, tmp_path: Path, conf: Any
 ) -> None:

@@ -1,4 +1,7 @@
-"""delta-pyspark's JVM helper: building the jar, and ``DeletedRows`` answering per row."""
+"""delta-pyspark's JVM helper: building the jar, and ``DeletedRows`` holding files' rows.
+
+How its Parquet format drops rows is tested through reads (``test_deletion_vector_scan``).
+"""
 
 from __future__ import annotations
 
@@ -33,7 +36,12 @@ def test_jar_is_compiled_once_per_source_and_spark_version(
     jar = Path(extension_jar())
     assert jar.parent == tmp_path / "delta-pyspark"
     with zipfile.ZipFile(jar) as z:
-        assert "deltapyspark/DeletedRows.class" in z.namelist()
+        names = set(z.namelist())
+    assert {
+        "deltapyspark/DeletedRows.class",
+        "deltapyspark/DeletionVectorParquetFormat.class",
+        "deltapyspark/DeletionVectorReader.class",
+    } <= names
     built = jar.stat().st_mtime_ns
     assert Path(extension_jar()) == jar and jar.stat().st_mtime_ns == built
     assert with_extension_jar("a.jar") == f"a.jar,{jar}"
@@ -58,30 +66,24 @@ def test_a_session_without_the_helper_is_told_how_to_get_it(spark: Any) -> None:
         new_object(spark, "deltapyspark.NoSuchHelper")
 
 
-def test_deleted_rows_answers_like_a_set_in_any_order(spark: Any) -> None:
+def test_deleted_rows_holds_each_files_rows(spark: Any) -> None:
     rng = random.Random(11)
     vectors = {
         "file:/t/a.parquet": sorted(rng.sample(range(5_000), 300)),
         "file:/t/b%20c.parquet": [0, 1, 2, 4_999],
         "file:/t/d.parquet": [7],
+        "file:/t/e.parquet": [],
     }
     deleted = _deleted_rows(spark, vectors)
-    utf8 = spark._jvm.org.apache.spark.unsafe.types.UTF8String.fromString
-    same_instance = {p: utf8(p) for p in vectors}  # Spark passes one instance per file batch
-    probes = [(p, r) for p in vectors for r in range(5_000)]
-    ascending = list(probes)
-    rng.shuffle(probes)
-    for order in (ascending, probes[:4_000]):
-        for i, (path, row) in enumerate(order):
-            file = same_instance[path] if i % 7 else utf8(path)
-            assert deleted.contains(file, row) == (row in vectors[path]), (path, row)
+    for path, rows in vectors.items():
+        assert list(deleted.rowsOf(path)) == rows, path
+    assert deleted.toString() == "DeletedRows(305 rows in 4 files)"
 
 
 def test_deleted_rows_refuses_unknown_files_and_unsorted_input(spark: Any) -> None:
     deleted = _deleted_rows(spark, {"file:/t/a.parquet": [3]})
-    utf8 = spark._jvm.org.apache.spark.unsafe.types.UTF8String.fromString
     with pytest.raises(Py4JJavaError, match=r"no deletion vector was loaded for .*/x\.parquet"):
-        deleted.contains(utf8("file:/t/x.parquet"), 0)
+        deleted.rowsOf("file:/t/x.parquet")
     # PySpark turns java.lang.IllegalArgumentException into its own IllegalArgumentException
     with pytest.raises(IllegalArgumentException, match=r"b\.parquet are not ascending"):
         _deleted_rows(spark, {"file:/t/b.parquet": [5, 2]})
@@ -93,7 +95,7 @@ def test_deleted_rows_refuses_unknown_files_and_unsorted_input(spark: Any) -> No
         )
 
 
-def test_equal_vectors_make_equal_plan_literals(spark: Any) -> None:
+def test_equal_vectors_make_equal_scans(spark: Any) -> None:
     one = _deleted_rows(spark, {"file:/t/a.parquet": [1, 5], "file:/t/b.parquet": [2]})
     same = _deleted_rows(spark, {"file:/t/b.parquet": [2], "file:/t/a.parquet": [1, 5]})
     other = _deleted_rows(spark, {"file:/t/a.parquet": [1, 6], "file:/t/b.parquet": [2]})

@@ -8,14 +8,10 @@ import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.Map;
-import org.apache.spark.unsafe.types.UTF8String;
 
 /**
- * The rows that deletion vectors mark in the files of one scan, tested row by row inside
- * Spark's generated code (an {@code Invoke} of {@link #contains} in a filter right above the
- * Parquet scan). A join against the deleted positions cost 2-2.5x a plain scan; this costs a
- * few comparisons per row, because rows arrive in file order and the last gap between two
- * deleted positions is remembered.
+ * The rows that deletion vectors mark in the files of one scan, by file: what
+ * {@link DeletionVectorParquetFormat}'s reader drops. Serialized with every task of the scan.
  *
  * <p>Compiled with Janino (bundled with Spark) when the session is configured, so only plain
  * Java 1.7 syntax: no generics, lambdas or diamonds.
@@ -27,23 +23,6 @@ public final class DeletedRows implements java.io.Serializable {
   private final HashMap byFile = new HashMap();
 
   private long total;
-
-  /** The file of the last row seen and a range of row indexes holding no deleted row. */
-  private transient Gap gap;
-
-  private static final class Gap {
-    final UTF8String file;
-    final long[] rows;
-    final long low;
-    final long next;
-
-    Gap(UTF8String file, long[] rows, long low, long next) {
-      this.file = file;
-      this.rows = rows;
-      this.low = low;
-      this.next = next;
-    }
-  }
 
   /**
    * Adds files' deleted rows in one call (a py4j call per file would dominate for thousands of
@@ -76,24 +55,9 @@ public final class DeletedRows implements java.io.Serializable {
     }
   }
 
-  /** Whether row {@code row} of {@code file} (its {@code _metadata.file_path}) is deleted. */
-  public boolean contains(UTF8String file, long row) {
-    Gap g = gap;
-    if (g != null && g.file == file && row >= g.low && row < g.next) {
-      return false;
-    }
-    long[] rows = g != null && g.file == file ? g.rows : rowsOf(file);
-    int k = Arrays.binarySearch(rows, row);
-    boolean deleted = k >= 0;
-    int after = deleted ? k + 1 : -k - 1;
-    long low = deleted ? row + 1 : after == 0 ? Long.MIN_VALUE : rows[after - 1] + 1;
-    long next = after == rows.length ? Long.MAX_VALUE : rows[after];
-    gap = new Gap(file, rows, low, next);
-    return deleted;
-  }
-
-  private long[] rowsOf(UTF8String file) {
-    Object rows = byFile.get(file.toString());
+  /** The deleted row indexes of {@code file} (its {@code _metadata.file_path}), ascending. */
+  public long[] rowsOf(String file) {
+    Object rows = byFile.get(file);
     if (rows == null) {
       // Never read a file as if nothing were deleted: the scan and the vectors disagree.
       throw new IllegalStateException("no deletion vector was loaded for " + file);

@@ -1,0 +1,115 @@
+package deltapyspark;
+
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.classic.Dataset;
+import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
+import org.apache.spark.sql.execution.datasources.LogicalRelation;
+import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructType;
+import scala.Function1;
+
+/**
+ * Spark's Parquet format, reading files without the rows their deletion vectors mark.
+ *
+ * <p>Its reader ({@link DeletionVectorReader}) knows each row's index in its file, by counting
+ * when a whole file is read without pushed filters, else from Spark's reserved
+ * {@code _tmp_metadata_row_index} field, and removes the marked rows from each batch in place.
+ * Spark's generated code, filters and row-group pushdown work as for plain Parquet. A per-row
+ * filter above the scan cost 1.5-2x a plain read; this costs a binary search per batch and
+ * moving the live rows of batches that lost some.
+ *
+ * <p>Compiled with Janino (bundled with Spark) when the session is configured, so only plain
+ * Java 1.7 syntax: no generics, lambdas or diamonds.
+ */
+public final class DeletionVectorParquetFormat extends ParquetFileFormat {
+  private static final long serialVersionUID = 1L;
+
+  static final String DELETED_ROWS_OPTION = "__delta_pyspark_deleted_rows";
+
+  private final DeletedRows deleted;
+
+  public DeletionVectorParquetFormat(DeletedRows deleted) {
+    this.deleted = deleted;
+  }
+
+  /**
+   * {@code parquetScan} (an unchanged {@code spark.read.parquet(...)}) reading its files with
+   * this format, so the rows {@code deleted} marks are gone.
+   */
+  public static Dataset scan(Dataset parquetScan, DeletedRows deleted) {
+    LogicalPlan plan = parquetScan.queryExecution().analyzed();
+    if (!(plan instanceof LogicalRelation)
+        || !(((LogicalRelation) plan).relation() instanceof HadoopFsRelation)) {
+      throw new IllegalArgumentException("not a plain file scan: " + plan);
+    }
+    LogicalRelation scan = (LogicalRelation) plan;
+    HadoopFsRelation files = (HadoopFsRelation) scan.relation();
+    // Spark's ParquetFileFormat equals any subclass: this option keeps a cached plain scan of
+    // the same files from answering for this one (and the reverse)
+    scala.collection.immutable.Map options =
+        (scala.collection.immutable.Map)
+            files.options().updated(DELETED_ROWS_OPTION, deleted.toString() + "#" + deleted.hashCode());
+    HadoopFsRelation withVectors =
+        files.copy(
+            files.location(),
+            files.partitionSchema(),
+            files.dataSchema(),
+            files.bucketSpec(),
+            new DeletionVectorParquetFormat(deleted),
+            options,
+            files.sparkSession());
+    LogicalPlan swapped =
+        scan.copy(
+            withVectors, scan.output(), scan.catalogTable(), scan.isStreaming(), scan.stream());
+    return Dataset.ofRows(
+        (org.apache.spark.sql.classic.SparkSession) parquetScan.sparkSession(), swapped);
+  }
+
+  public Function1 buildReaderWithPartitionValues(
+      SparkSession session,
+      StructType dataSchema,
+      StructType partitionSchema,
+      StructType requiredSchema,
+      scala.collection.immutable.Seq filters,
+      scala.collection.immutable.Map options,
+      org.apache.hadoop.conf.Configuration hadoopConf) {
+    String name = ParquetFileFormat.ROW_INDEX_TEMPORARY_COLUMN_NAME();
+    boolean asked = requiredSchema.getFieldIndex(name).isDefined();
+    // Nullable, as Spark's reader requires of a field that no file holds
+    StructType read = asked ? requiredSchema : requiredSchema.add(name, DataTypes.LongType, true);
+    // Each reader gets its own copy of the conf: Spark's sets the read schema in it
+    Function1 indexed =
+        super.buildReaderWithPartitionValues(
+            session, dataSchema, partitionSchema, read, filters, options,
+            new org.apache.hadoop.conf.Configuration(hadoopConf));
+    // Without pushed filters a whole file's rows come in order from row 0, so counting them
+    // gives their indexes: Spark fills its row index field boxing every value.
+    Function1 counted =
+        asked || filters.nonEmpty()
+            ? null
+            : super.buildReaderWithPartitionValues(
+                session, dataSchema, partitionSchema, requiredSchema, filters, options,
+                new org.apache.hadoop.conf.Configuration(hadoopConf));
+    StructType rows = read;
+    for (int i = 0; i < partitionSchema.fields().length; i++) {
+      rows = rows.add(partitionSchema.fields()[i]);
+    }
+    return new DeletionVectorReader(
+        indexed, counted, deleted, rows, read.fieldIndex(name), !asked);
+  }
+
+  public boolean equals(Object other) {
+    return other instanceof DeletionVectorParquetFormat
+        && deleted.equals(((DeletionVectorParquetFormat) other).deleted);
+  }
+
+  public int hashCode() {
+    return deleted.hashCode();
+  }
+
+  public String toString() {
+    return "Parquet with " + deleted;
+  }
+}

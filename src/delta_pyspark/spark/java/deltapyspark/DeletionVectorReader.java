@@ -1,0 +1,240 @@
+package deltapyspark;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.NoSuchElementException;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.BoundReference;
+import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
+import org.apache.spark.sql.execution.datasources.PartitionedFile;
+import org.apache.spark.sql.execution.vectorized.ConstantColumnVector;
+import org.apache.spark.sql.execution.vectorized.WritableColumnVector;
+import org.apache.spark.sql.types.*;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.vectorized.ColumnVector;
+import org.apache.spark.sql.vectorized.ColumnarBatch;
+import scala.Function1;
+
+/**
+ * Reads one file (split) with Spark's Parquet reader and hands on only the rows its deletion
+ * vector does not mark. Serialized with each task, with the deleted rows of every file.
+ */
+final class DeletionVectorReader extends scala.runtime.AbstractFunction1
+    implements java.io.Serializable {
+  private static final long serialVersionUID = 1L;
+
+  /** Spark's Parquet reader, asked for each row's index in its file. */
+  private final Function1 indexed;
+  /** Spark's Parquet reader without row indexes, for whole files read unfiltered; or null. */
+  private final Function1 counted;
+  private final DeletedRows deleted;
+  /** What Spark's reader returns per row: the read fields, then the partition columns. */
+  private final StructType rowSchema;
+  private final int rowIndex;
+  private final boolean dropRowIndex;
+
+  DeletionVectorReader(
+      Function1 indexed, Function1 counted, DeletedRows deleted, StructType rowSchema,
+      int rowIndex, boolean dropRowIndex) {
+    this.indexed = indexed;
+    this.counted = counted;
+    this.deleted = deleted;
+    this.rowSchema = rowSchema;
+    this.rowIndex = rowIndex;
+    this.dropRowIndex = dropRowIndex;
+  }
+
+  public Object apply(Object split) {
+    PartitionedFile file = (PartitionedFile) split;
+    // Spark's _metadata.file_path spelling, which the Python side keys files by
+    String path = new org.apache.hadoop.fs.Path(file.toPath().toString()).toUri().toString();
+    long[] rows = deleted.rowsOf(path);
+    if (counted != null && file.start() == 0 && file.length() >= file.fileSize()) {
+      return new LiveRows((scala.collection.Iterator) counted.apply(file), rows, false);
+    }
+    return new LiveRows((scala.collection.Iterator) indexed.apply(file), rows, true);
+  }
+
+  /** The first position of {@code sorted} holding a value {@code >= value}. */
+  static int lowerBound(long[] sorted, long value) {
+    int k = Arrays.binarySearch(sorted, value);
+    return k >= 0 ? k : -k - 1;
+  }
+
+  /** Spark's reader's batches (or rows) of one split, without the deleted rows. */
+  private final class LiveRows extends scala.collection.AbstractIterator {
+    private final scala.collection.Iterator rows;
+    private final long[] gone;
+    /** Whether rows carry their index (at {@code rowIndex}); else they are counted. */
+    private final boolean hasIndex;
+    /** The index of the next row, when counting. */
+    private long position;
+    private Object pending;
+    private UnsafeProjection dropIndex;
+
+    LiveRows(scala.collection.Iterator rows, long[] gone, boolean hasIndex) {
+      this.rows = rows;
+      this.gone = gone;
+      this.hasIndex = hasIndex;
+    }
+
+    public boolean hasNext() {
+      while (pending == null && rows.hasNext()) {
+        Object next = rows.next();
+        pending = next instanceof ColumnarBatch ? live((ColumnarBatch) next) : live((InternalRow) next);
+      }
+      return pending != null;
+    }
+
+    public Object next() {
+      if (!hasNext()) {
+        throw new NoSuchElementException();
+      }
+      Object next = pending;
+      pending = null;
+      return next;
+    }
+
+    /**
+     * The batch with its deleted rows removed in place (the reader refills its vectors for the
+     * next batch); null if no row is left.
+     */
+    private ColumnarBatch live(ColumnarBatch batch) {
+      int n = batch.numRows();
+      ColumnVector index = hasIndex ? batch.column(rowIndex) : null;
+      long first = position;
+      position += n;
+      int size = n;
+      if (n > 0 && gone.length > 0) {
+        if (hasIndex) {
+          first = index.getLong(0);
+        }
+        long last = hasIndex ? index.getLong(n - 1) : first + n - 1;
+        int d = lowerBound(gone, first);
+        if (d < gone.length && gone[d] <= last) {
+          int[] picks = new int[n];
+          size = 0;
+          int moved = -1;
+          boolean contiguous = last - first == n - 1;
+          for (int i = 0; i < n; i++) {
+            long row = contiguous ? first + i : index.getLong(i);
+            while (d < gone.length && gone[d] < row) {
+              d++;
+            }
+            if (d == gone.length || gone[d] != row) {
+              if (moved < 0 && size != i) {
+                moved = size;
+              }
+              picks[size++] = i;
+            }
+          }
+          if (size == 0) {
+            return null;
+          }
+          if (moved >= 0) {
+            for (int c = 0; c < batch.numCols(); c++) {
+              keep(batch.column(c), picks, moved, size);
+            }
+          }
+          batch.setNumRows(size);
+        }
+      }
+      if (!hasIndex || !dropRowIndex) {
+        return batch;
+      }
+      ColumnVector[] columns = new ColumnVector[batch.numCols() - 1];
+      for (int c = 0, k = 0; c < batch.numCols(); c++) {
+        if (c != rowIndex) {
+          columns[k++] = batch.column(c);
+        }
+      }
+      return new ColumnarBatch(columns, size);
+    }
+
+    private InternalRow live(InternalRow row) {
+      long at = hasIndex ? row.getLong(rowIndex) : position++;
+      if (Arrays.binarySearch(gone, at) >= 0) {
+        return null;
+      }
+      if (!hasIndex || !dropRowIndex) {
+        return row;
+      }
+      if (dropIndex == null) {
+        ArrayList kept = new ArrayList();
+        StructField[] fields = rowSchema.fields();
+        for (int i = 0; i < fields.length; i++) {
+          if (i != rowIndex) {
+            kept.add(new BoundReference(i, fields[i].dataType(), fields[i].nullable()));
+          }
+        }
+        dropIndex = UnsafeProjection.create(scala.jdk.javaapi.CollectionConverters.asScala(kept).toList());
+      }
+      return dropIndex.apply(row);
+    }
+  }
+
+  /**
+   * Moves rows {@code picks[from..size)} of {@code column} to positions {@code from..size)}.
+   * Picks ascend and {@code picks[i] >= i}, so no row is overwritten before it is moved.
+   * Values behind offsets (strings, binaries, arrays, maps, wide decimals) and dictionary
+   * entries stay where they are: only offsets, lengths and dictionary ids move.
+   */
+  static void keep(ColumnVector column, int[] picks, int from, int size) {
+    if (column instanceof ConstantColumnVector) {
+      return; // a partition value: the same on every row
+    }
+    if (!(column instanceof WritableColumnVector)) {
+      throw new IllegalStateException("cannot drop rows from a " + column.getClass().getName());
+    }
+    WritableColumnVector v = (WritableColumnVector) column;
+    if (v.isAllNull()) {
+      return;
+    }
+    DataType type = v.dataType();
+    WritableColumnVector ids = v.hasDictionary() ? v.getDictionaryIds() : null;
+    for (int i = from; i < size; i++) {
+      int j = picks[i];
+      if (v.isNullAt(j)) {
+        v.putNull(i);
+        continue;
+      }
+      v.putNotNull(i);
+      if (ids != null) {
+        ids.putInt(i, ids.getInt(j));
+      } else if (type instanceof BooleanType) {
+        v.putBoolean(i, v.getBoolean(j));
+      } else if (type instanceof ByteType) {
+        v.putByte(i, v.getByte(j));
+      } else if (type instanceof ShortType) {
+        v.putShort(i, v.getShort(j));
+      } else if (type instanceof IntegerType || type instanceof DateType
+          || type instanceof YearMonthIntervalType || isDecimal(type, Decimal.MAX_INT_DIGITS())) {
+        v.putInt(i, v.getInt(j));
+      } else if (type instanceof LongType || type instanceof TimestampType
+          || type instanceof TimestampNTZType || type instanceof DayTimeIntervalType
+          || isDecimal(type, Decimal.MAX_LONG_DIGITS())) {
+        v.putLong(i, v.getLong(j));
+      } else if (type instanceof FloatType) {
+        v.putFloat(i, v.getFloat(j));
+      } else if (type instanceof DoubleType) {
+        v.putDouble(i, v.getDouble(j));
+      } else if (type instanceof StringType || type instanceof BinaryType
+          || type instanceof ArrayType || type instanceof MapType || type instanceof DecimalType) {
+        v.putArray(i, v.getArrayOffset(j), v.getArrayLength(j));
+      } else if (!(type instanceof StructType || type instanceof CalendarIntervalType
+          || type instanceof VariantType || type instanceof NullType)) {
+        throw new IllegalStateException("cannot drop rows from a column of type " + type);
+      }
+    }
+    if (type instanceof StructType || type instanceof CalendarIntervalType
+        || type instanceof VariantType) {
+      for (int c = 0; c < v.getNumChildren(); c++) {
+        keep(v.getChild(c), picks, from, size);
+      }
+    }
+  }
+
+  private static boolean isDecimal(DataType type, int maxPrecision) {
+    return type instanceof DecimalType && ((DecimalType) type).precision() <= maxPrecision;
+  }
+}
