@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -167,9 +168,14 @@ def read_files(
         return _to_logical(empty, schema, physical, extra)
 
     if keep_deleted:  # read every file as if it had no vector
-        plain, with_dv = files, files.slice(0, 0)
+        column = files.schema.get_field_index("deletionVector")
+        files = files.set_column(
+            column, "deletionVector", pa.nulls(files.num_rows, files.schema.field(column).type)
+        )
+    has_dv = pc.is_valid(files.column("deletionVector"))
+    if with_row_ids:  # the helper's reader counts row indexes, cheaper than Spark's
+        plain, with_dv = files.slice(0, 0), files
     else:
-        has_dv = pc.is_valid(files.column("deletionVector"))
         plain, with_dv = files.filter(pc.invert(has_dv)), files.filter(has_dv)
     root = snapshot.table_root
     frames = []
@@ -311,7 +317,8 @@ def _with_row_ids(df: DataFrame) -> DataFrame:
 def _apply_dvs(
     spark: SparkSession, root: str, files: pa.Table, df: DataFrame, keep_row_ids: bool = False
 ) -> DataFrame:
-    """``df`` (a plain Parquet scan of ``files``) without the rows their vectors mark.
+    """``df`` (a plain Parquet scan of ``files``) without the rows their vectors mark
+    (files without one are read whole).
 
     The scan is swapped to the JVM helper's ``DeletionVectorParquetFormat``, whose reader
     drops the marked rows batch by batch inside the scan (see ``jvm_extension``). A
@@ -325,12 +332,15 @@ def _apply_dvs(
     store = log_store_for(root)
     paths = files.column("path").to_pylist()
     vectors = files.column("deletionVector").to_pylist()
+    none = np.empty(0, dtype=np.int64)
     deleted = deleted_rows(
         spark,
         (
             (
                 spark_file_uri(data_file_path(root, path)),
-                deleted_row_indexes(DeletionVectorDescriptor.from_dict(dv), root, store),
+                none
+                if dv is None
+                else deleted_row_indexes(DeletionVectorDescriptor.from_dict(dv), root, store),
             )
             for path, dv in zip(paths, vectors, strict=True)
         ),

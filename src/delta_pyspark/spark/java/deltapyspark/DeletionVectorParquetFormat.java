@@ -3,6 +3,7 @@ package deltapyspark;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.classic.Dataset;
+import org.apache.spark.sql.execution.datasources.FileFormat$;
 import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
 import org.apache.spark.sql.execution.datasources.LogicalRelation;
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
@@ -85,19 +86,33 @@ public final class DeletionVectorParquetFormat extends ParquetFileFormat {
             session, dataSchema, partitionSchema, read, filters, options,
             new org.apache.hadoop.conf.Configuration(hadoopConf));
     // Without pushed filters a whole file's rows come in order from row 0, so counting them
-    // gives their indexes: Spark fills its row index field boxing every value.
+    // gives their indexes: Spark fills its row index field boxing every value. Asked-for
+    // indexes are added to batches only, so rows keep Spark's.
+    scala.Option batches = options.get(FileFormat$.MODULE$.OPTION_RETURNING_BATCH());
+    boolean countable =
+        filters.isEmpty() && (!asked || batches.isDefined() && "true".equals(batches.get()));
     Function1 counted =
-        asked || filters.nonEmpty()
-            ? null
-            : super.buildReaderWithPartitionValues(
-                session, dataSchema, partitionSchema, requiredSchema, filters, options,
-                new org.apache.hadoop.conf.Configuration(hadoopConf));
+        countable
+            ? super.buildReaderWithPartitionValues(
+                session, dataSchema, partitionSchema, without(requiredSchema, name), filters,
+                options, new org.apache.hadoop.conf.Configuration(hadoopConf))
+            : null;
     StructType rows = read;
     for (int i = 0; i < partitionSchema.fields().length; i++) {
       rows = rows.add(partitionSchema.fields()[i]);
     }
     return new DeletionVectorReader(
         indexed, counted, deleted, rows, read.fieldIndex(name), !asked);
+  }
+
+  private static StructType without(StructType schema, String name) {
+    StructType out = new StructType();
+    for (int i = 0; i < schema.fields().length; i++) {
+      if (!schema.fields()[i].name().equals(name)) {
+        out = out.add(schema.fields()[i]);
+      }
+    }
+    return out;
   }
 
   public boolean equals(Object other) {

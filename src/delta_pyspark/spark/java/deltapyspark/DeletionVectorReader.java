@@ -8,9 +8,9 @@ import org.apache.spark.sql.catalyst.expressions.BoundReference;
 import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
 import org.apache.spark.sql.execution.datasources.PartitionedFile;
 import org.apache.spark.sql.execution.vectorized.ConstantColumnVector;
+import org.apache.spark.sql.execution.vectorized.OnHeapColumnVector;
 import org.apache.spark.sql.execution.vectorized.WritableColumnVector;
 import org.apache.spark.sql.types.*;
-import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.vectorized.ColumnVector;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
 import scala.Function1;
@@ -25,7 +25,10 @@ final class DeletionVectorReader extends scala.runtime.AbstractFunction1
 
   /** Spark's Parquet reader, asked for each row's index in its file. */
   private final Function1 indexed;
-  /** Spark's Parquet reader without row indexes, for whole files read unfiltered; or null. */
+  /**
+   * Spark's Parquet reader without row indexes, for whole files read unfiltered, or null; when
+   * indexes are asked for, it returns batches and this reader adds them.
+   */
   private final Function1 counted;
   private final DeletedRows deleted;
   /** What Spark's reader returns per row: the read fields, then the partition columns. */
@@ -71,6 +74,9 @@ final class DeletionVectorReader extends scala.runtime.AbstractFunction1
     private long position;
     private Object pending;
     private UnsafeProjection dropIndex;
+    /** The row indexes this reader counts, when asked for them. */
+    private OnHeapColumnVector counter;
+    private int counterCapacity;
 
     LiveRows(scala.collection.Iterator rows, long[] gone, boolean hasIndex) {
       this.rows = rows;
@@ -104,6 +110,9 @@ final class DeletionVectorReader extends scala.runtime.AbstractFunction1
       ColumnVector index = hasIndex ? batch.column(rowIndex) : null;
       long first = position;
       position += n;
+      if (!hasIndex && !dropRowIndex) {
+        batch = withCountedIndex(batch, first, n);
+      }
       int size = n;
       if (n > 0 && gone.length > 0) {
         if (hasIndex) {
@@ -151,6 +160,22 @@ final class DeletionVectorReader extends scala.runtime.AbstractFunction1
       return new ColumnarBatch(columns, size);
     }
 
+    /** {@code batch} with the row index field filled by counting from {@code first}. */
+    private ColumnarBatch withCountedIndex(ColumnarBatch batch, long first, int n) {
+      if (counterCapacity < n) {
+        counterCapacity = Math.max(n, 4096);
+        counter = new OnHeapColumnVector(counterCapacity, DataTypes.LongType);
+      }
+      for (int i = 0; i < n; i++) {
+        counter.putLong(i, first + i);
+      }
+      ColumnVector[] columns = new ColumnVector[batch.numCols() + 1];
+      for (int c = 0; c < columns.length; c++) {
+        columns[c] = c < rowIndex ? batch.column(c) : c == rowIndex ? counter : batch.column(c - 1);
+      }
+      return new ColumnarBatch(columns, n);
+    }
+
     private InternalRow live(InternalRow row) {
       long at = hasIndex ? row.getLong(rowIndex) : position++;
       if (Arrays.binarySearch(gone, at) >= 0) {
@@ -192,46 +217,102 @@ final class DeletionVectorReader extends scala.runtime.AbstractFunction1
     }
     DataType type = v.dataType();
     WritableColumnVector ids = v.hasDictionary() ? v.getDictionaryIds() : null;
+    int storage = ids != null ? INT : storage(type);
+    WritableColumnVector values = ids != null ? ids : v;
+    boolean nulls = v.hasNull();
     for (int i = from; i < size; i++) {
       int j = picks[i];
-      if (v.isNullAt(j)) {
-        v.putNull(i);
-        continue;
+      if (nulls) {
+        if (v.isNullAt(j)) {
+          v.putNull(i);
+          continue;
+        }
+        v.putNotNull(i);
       }
-      v.putNotNull(i);
-      if (ids != null) {
-        ids.putInt(i, ids.getInt(j));
-      } else if (type instanceof BooleanType) {
-        v.putBoolean(i, v.getBoolean(j));
-      } else if (type instanceof ByteType) {
-        v.putByte(i, v.getByte(j));
-      } else if (type instanceof ShortType) {
-        v.putShort(i, v.getShort(j));
-      } else if (type instanceof IntegerType || type instanceof DateType
-          || type instanceof YearMonthIntervalType || isDecimal(type, Decimal.MAX_INT_DIGITS())) {
-        v.putInt(i, v.getInt(j));
-      } else if (type instanceof LongType || type instanceof TimestampType
-          || type instanceof TimestampNTZType || type instanceof DayTimeIntervalType
-          || isDecimal(type, Decimal.MAX_LONG_DIGITS())) {
-        v.putLong(i, v.getLong(j));
-      } else if (type instanceof FloatType) {
-        v.putFloat(i, v.getFloat(j));
-      } else if (type instanceof DoubleType) {
-        v.putDouble(i, v.getDouble(j));
-      } else if (type instanceof StringType || type instanceof BinaryType
-          || type instanceof ArrayType || type instanceof MapType || type instanceof DecimalType) {
-        v.putArray(i, v.getArrayOffset(j), v.getArrayLength(j));
-      } else if (!(type instanceof StructType || type instanceof CalendarIntervalType
-          || type instanceof VariantType || type instanceof NullType)) {
-        throw new IllegalStateException("cannot drop rows from a column of type " + type);
+      switch (storage) {
+        case BOOLEAN:
+          values.putBoolean(i, values.getBoolean(j));
+          break;
+        case BYTE:
+          values.putByte(i, values.getByte(j));
+          break;
+        case SHORT:
+          values.putShort(i, values.getShort(j));
+          break;
+        case INT:
+          values.putInt(i, values.getInt(j));
+          break;
+        case LONG:
+          values.putLong(i, values.getLong(j));
+          break;
+        case FLOAT:
+          values.putFloat(i, values.getFloat(j));
+          break;
+        case DOUBLE:
+          values.putDouble(i, values.getDouble(j));
+          break;
+        case OFFSETS:
+          values.putArray(i, values.getArrayOffset(j), values.getArrayLength(j));
+          break;
+        default: // CHILDREN, NONE: nothing stored per row but nulls
       }
     }
-    if (type instanceof StructType || type instanceof CalendarIntervalType
-        || type instanceof VariantType) {
+    if (storage == CHILDREN) {
       for (int c = 0; c < v.getNumChildren(); c++) {
         keep(v.getChild(c), picks, from, size);
       }
     }
+  }
+
+  private static final int BOOLEAN = 0;
+  private static final int BYTE = 1;
+  private static final int SHORT = 2;
+  private static final int INT = 3;
+  private static final int LONG = 4;
+  private static final int FLOAT = 5;
+  private static final int DOUBLE = 6;
+  private static final int OFFSETS = 7;
+  private static final int CHILDREN = 8;
+  private static final int NONE = 9;
+
+  /** How Spark's writable vectors store a value of {@code type} per row. */
+  private static int storage(DataType type) {
+    if (type instanceof BooleanType) {
+      return BOOLEAN;
+    }
+    if (type instanceof ByteType) {
+      return BYTE;
+    }
+    if (type instanceof ShortType) {
+      return SHORT;
+    }
+    if (type instanceof IntegerType || type instanceof DateType
+        || type instanceof YearMonthIntervalType || isDecimal(type, Decimal.MAX_INT_DIGITS())) {
+      return INT;
+    }
+    if (type instanceof LongType || type instanceof TimestampType
+        || type instanceof TimestampNTZType || type instanceof DayTimeIntervalType
+        || isDecimal(type, Decimal.MAX_LONG_DIGITS())) {
+      return LONG;
+    }
+    if (type instanceof FloatType) {
+      return FLOAT;
+    }
+    if (type instanceof DoubleType) {
+      return DOUBLE;
+    }
+    if (type instanceof StringType || type instanceof BinaryType || type instanceof ArrayType
+        || type instanceof MapType || type instanceof DecimalType) {
+      return OFFSETS;
+    }
+    if (type instanceof StructType || type instanceof CalendarIntervalType
+        || type instanceof VariantType) {
+      return CHILDREN;
+    }
+    if (type instanceof NullType) {
+      return NONE;
+    }
+    throw new IllegalStateException("cannot drop rows from a column of type " + type);
   }
 
   private static boolean isDecimal(DataType type, int maxPrecision) {
