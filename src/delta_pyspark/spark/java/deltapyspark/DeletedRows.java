@@ -11,7 +11,7 @@ import java.util.Map;
 
 /**
  * The rows that deletion vectors mark in the files of one scan, by file: what
- * {@link DeletionVectorParquetFormat}'s reader drops. Serialized with every task of the scan.
+ * {@link DeletionVectorParquetFormat}'s reader drops. Broadcast to the executors of a scan.
  *
  * <p>Compiled with Janino (bundled with Spark) when the session is configured, so only plain
  * Java 1.7 syntax: no generics, lambdas or diamonds.

@@ -9,7 +9,9 @@ import org.apache.spark.sql.execution.datasources.LogicalRelation;
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
+import org.apache.spark.broadcast.Broadcast;
 import scala.Function1;
+import scala.reflect.ClassTag$;
 
 /**
  * Spark's Parquet format, reading files without the rows their deletion vectors mark.
@@ -101,8 +103,11 @@ public final class DeletionVectorParquetFormat extends ParquetFileFormat {
     for (int i = 0; i < partitionSchema.fields().length; i++) {
       rows = rows.add(partitionSchema.fields()[i]);
     }
+    // Broadcast: sent to each executor once, not with every task
+    Broadcast shared =
+        session.sparkContext().broadcast(deleted, ClassTag$.MODULE$.apply(DeletedRows.class));
     return new DeletionVectorReader(
-        indexed, counted, deleted, rows, read.fieldIndex(name), !asked);
+        indexed, counted, shared, rows, read.fieldIndex(name), !asked);
   }
 
   private static StructType without(StructType schema, String name) {

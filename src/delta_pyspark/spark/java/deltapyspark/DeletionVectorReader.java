@@ -13,11 +13,12 @@ import org.apache.spark.sql.execution.vectorized.WritableColumnVector;
 import org.apache.spark.sql.types.*;
 import org.apache.spark.sql.vectorized.ColumnVector;
 import org.apache.spark.sql.vectorized.ColumnarBatch;
+import org.apache.spark.broadcast.Broadcast;
 import scala.Function1;
 
 /**
  * Reads one file (split) with Spark's Parquet reader and hands on only the rows its deletion
- * vector does not mark. Serialized with each task, with the deleted rows of every file.
+ * vector does not mark. Serialized with each task; the deleted rows are broadcast.
  */
 final class DeletionVectorReader extends scala.runtime.AbstractFunction1
     implements java.io.Serializable {
@@ -30,14 +31,15 @@ final class DeletionVectorReader extends scala.runtime.AbstractFunction1
    * indexes are asked for, it returns batches and this reader adds them.
    */
   private final Function1 counted;
-  private final DeletedRows deleted;
+  /** The scan's {@link DeletedRows}. */
+  private final Broadcast deleted;
   /** What Spark's reader returns per row: the read fields, then the partition columns. */
   private final StructType rowSchema;
   private final int rowIndex;
   private final boolean dropRowIndex;
 
   DeletionVectorReader(
-      Function1 indexed, Function1 counted, DeletedRows deleted, StructType rowSchema,
+      Function1 indexed, Function1 counted, Broadcast deleted, StructType rowSchema,
       int rowIndex, boolean dropRowIndex) {
     this.indexed = indexed;
     this.counted = counted;
@@ -51,7 +53,7 @@ final class DeletionVectorReader extends scala.runtime.AbstractFunction1
     PartitionedFile file = (PartitionedFile) split;
     // Spark's _metadata.file_path spelling, which the Python side keys files by
     String path = new org.apache.hadoop.fs.Path(file.toPath().toString()).toUri().toString();
-    long[] rows = deleted.rowsOf(path);
+    long[] rows = ((DeletedRows) deleted.value()).rowsOf(path);
     if (counted != null && file.start() == 0 && file.length() >= file.fileSize()) {
       return new LiveRows((scala.collection.Iterator) counted.apply(file), rows, false);
     }
