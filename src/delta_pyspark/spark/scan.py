@@ -220,10 +220,10 @@ def _read(
 ) -> DataFrame:
     """Spark's Parquet scan of ``paths``; ``row_index`` adds each row's position in its file.
 
-    The position comes from Spark's reserved ``_tmp_metadata_row_index`` read field, which
-    its Parquet reader fills per batch (what ``_metadata.row_index`` is built on): reading
-    it directly avoids building the ``_metadata`` struct for every row, which made scans
-    that need row indexes (deletion vectors, DML) up to 2x slower.
+    The position is Spark's reserved ``_tmp_metadata_row_index`` read field (what
+    ``_metadata.row_index`` is built on): reading it directly avoids building the
+    ``_metadata`` struct for every row, which made scans up to 2x slower. Spark's Parquet
+    reader fills it, or the JVM helper's format counts it (``_apply_dvs``).
     """
     if row_index:
         from pyspark.sql.types import LongType
