@@ -87,6 +87,7 @@ READERS = {
     "vectorized rows": {"spark.sql.codegen.wholeStage": "false"},
     "row-based reader": {"spark.sql.parquet.enableVectorizedReader": "false"},
     "small batches": {"spark.sql.parquet.columnarReaderBatchSize": "64"},
+    "off-heap vectors": {"spark.sql.columnVector.offheap.enabled": "true"},
 }
 
 
