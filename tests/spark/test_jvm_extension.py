@@ -10,9 +10,9 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 from py4j.protocol import Py4JJavaError
+from pyroaring import BitMap64
 from pyspark.errors import IllegalArgumentException
 
 from delta_pyspark.exceptions import DeltaJvmExtensionError
@@ -26,7 +26,7 @@ from delta_pyspark.spark.jvm_extension import (
 
 
 def _deleted_rows(spark: Any, vectors: dict[str, list[int]]) -> Any:
-    return deleted_rows(spark, ((p, np.asarray(v, dtype="<i8")) for p, v in vectors.items()))
+    return deleted_rows(spark, ((p, BitMap64(v)) for p, v in vectors.items()))
 
 
 def test_jar_is_compiled_once_per_source_and_spark_version(
@@ -73,25 +73,31 @@ def test_deleted_rows_holds_each_files_rows(spark: Any) -> None:
         "file:/t/b%20c.parquet": [0, 1, 2, 4_999],
         "file:/t/d.parquet": [7],
         "file:/t/e.parquet": [],
+        "file:/t/f.parquet": [5, 2**31, 2**32 - 1, 2**32, 7 * 2**32 + 3],  # several buckets
     }
     deleted = _deleted_rows(spark, vectors)
     for path, rows in vectors.items():
         assert list(deleted.rowsOf(path)) == rows, path
-    assert deleted.toString() == "DeletedRows(305 rows in 4 files)"
+    assert deleted.toString() == "DeletedRows(310 rows in 5 files)"
 
 
-def test_deleted_rows_refuses_unknown_files_and_unsorted_input(spark: Any) -> None:
+def test_deleted_rows_refuses_unknown_files_and_bad_input(spark: Any) -> None:
     deleted = _deleted_rows(spark, {"file:/t/a.parquet": [3]})
     with pytest.raises(Py4JJavaError, match=r"no deletion vector was loaded for .*/x\.parquet"):
         deleted.rowsOf("file:/t/x.parquet")
     # PySpark turns java.lang.IllegalArgumentException into its own IllegalArgumentException
-    with pytest.raises(IllegalArgumentException, match=r"b\.parquet are not ascending"):
-        _deleted_rows(spark, {"file:/t/b.parquet": [5, 2]})
     with pytest.raises(IllegalArgumentException, match=r"two deletion vectors for .*/a\.parquet"):
         _deleted_rows(spark, {"file:/t/a.parquet": [1]}).addAll(
-            bytearray(b"file:/t/a.parquet\0"),
-            bytearray(np.asarray([1], "<i8").tobytes()),
-            bytearray(np.asarray([2], "<i8").tobytes()),
+            bytearray(b"file:/t/a.parquet\0"), bytearray(BitMap64([2]).serialize())
+        )
+    with pytest.raises(IllegalArgumentException, match="4 bytes left after the last bitmap"):
+        new_object(spark, "deltapyspark.DeletedRows").addAll(
+            bytearray(b"file:/t/b.parquet\0"), bytearray(BitMap64([2]).serialize() + b"junk")
+        )
+    truncated = BitMap64(range(0, 10_000, 3)).serialize()[:-5]
+    with pytest.raises(Py4JJavaError):
+        new_object(spark, "deltapyspark.DeletedRows").addAll(
+            bytearray(b"file:/t/c.parquet\0"), bytearray(truncated)
         )
 
 

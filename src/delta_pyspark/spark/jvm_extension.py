@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
+from pyroaring import BitMap64
 
 from delta_pyspark.exceptions import DeltaJvmExtensionError
 
@@ -122,17 +122,12 @@ def new_object(spark: SparkSession, class_name: str) -> Any:
     return cls()
 
 
-def deleted_rows(spark: SparkSession, vectors: Iterable[tuple[str, np.ndarray]]) -> Any:
-    """A ``DeletedRows`` holding each file's (``_metadata.file_path``) sorted row indexes."""
-    paths, counts, indexes = bytearray(), [], []
+def deleted_rows(spark: SparkSession, vectors: Iterable[tuple[str, BitMap64]]) -> Any:
+    """A ``DeletedRows`` holding each file's (``_metadata.file_path``) deleted rows."""
+    paths, bitmaps = bytearray(), bytearray()
     for path, rows in vectors:
         paths += path.encode() + b"\0"
-        counts.append(len(rows))
-        indexes.append(np.asarray(rows, dtype="<i8"))
+        bitmaps += rows.serialize()
     deleted = new_object(spark, "deltapyspark.DeletedRows")
-    deleted.addAll(
-        paths,
-        bytearray(np.asarray(counts, dtype="<i8").tobytes()),
-        bytearray(np.concatenate(indexes or [np.empty(0, "<i8")]).tobytes()),
-    )
+    deleted.addAll(paths, bitmaps)
     return deleted

@@ -18,13 +18,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from pyroaring import BitMap64
 
 from delta_pyspark.core.column_mapping import column_mapping_mode, physical_name, to_physical_schema
 from delta_pyspark.core.data_skipping import may_match
-from delta_pyspark.core.deletion_vectors import DeletionVectorDescriptor, deleted_row_indexes
+from delta_pyspark.core.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
 from delta_pyspark.core.expressions import Expr
 from delta_pyspark.core.partition_values import hive_partition_path, parse_partition_value
 from delta_pyspark.core.schema import (
@@ -332,15 +332,14 @@ def _apply_dvs(
     store = log_store_for(root)
     paths = files.column("path").to_pylist()
     vectors = files.column("deletionVector").to_pylist()
-    none = np.empty(0, dtype=np.int64)
     deleted = deleted_rows(
         spark,
         (
             (
                 spark_file_uri(data_file_path(root, path)),
-                none
+                BitMap64()
                 if dv is None
-                else deleted_row_indexes(DeletionVectorDescriptor.from_dict(dv), root, store),
+                else read_deletion_vector(DeletionVectorDescriptor.from_dict(dv), root, store),
             )
             for path, dv in zip(paths, vectors, strict=True)
         ),

@@ -2,12 +2,12 @@ package deltapyspark;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.LongBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.Map;
+import org.roaringbitmap.RoaringBitmap;
 
 /**
  * The rows that deletion vectors mark in the files of one scan, by file: what
@@ -27,32 +27,55 @@ public final class DeletedRows implements java.io.Serializable {
   /**
    * Adds files' deleted rows in one call (a py4j call per file would dominate for thousands of
    * files): {@code paths} are the files' {@code _metadata.file_path} values in UTF-8, each
-   * followed by a 0 byte; {@code counts} how many row indexes each has and {@code rowIndexes}
-   * all of them, file after file, ascending within a file: both little-endian int64.
+   * followed by a 0 byte; {@code bitmaps} each file's rows as a 64-bit roaring bitmap in its
+   * portable serialization (little-endian bucket count, then per bucket its high 32 bits and
+   * a 32-bit portable roaring bitmap), file after file. Bitmaps are 4-8x smaller than the row
+   * indexes they hold, and py4j sends bytes base64-encoded.
    */
-  public void addAll(byte[] paths, byte[] counts, byte[] rowIndexes) {
-    LongBuffer sizes = ByteBuffer.wrap(counts).order(ByteOrder.LITTLE_ENDIAN).asLongBuffer();
-    LongBuffer all = ByteBuffer.wrap(rowIndexes).order(ByteOrder.LITTLE_ENDIAN).asLongBuffer();
+  public void addAll(byte[] paths, byte[] bitmaps) throws java.io.IOException {
+    ByteBuffer in = ByteBuffer.wrap(bitmaps).order(ByteOrder.LITTLE_ENDIAN);
     int start = 0;
-    while (sizes.hasRemaining()) {
+    while (start < paths.length) {
       int end = start;
       while (paths[end] != 0) {
         end++;
       }
       String path = new String(paths, start, end - start, StandardCharsets.UTF_8);
       start = end + 1;
-      long[] rows = new long[(int) sizes.get()];
-      all.get(rows);
-      for (int i = 1; i < rows.length; i++) {
-        if (rows[i] <= rows[i - 1]) {
-          throw new IllegalArgumentException("row indexes of " + path + " are not ascending");
-        }
-      }
+      long[] rows = positions(in);
       if (byFile.put(path, rows) != null) {
         throw new IllegalArgumentException("two deletion vectors for " + path);
       }
       total += rows.length;
     }
+    if (in.hasRemaining()) {
+      throw new IllegalArgumentException(in.remaining() + " bytes left after the last bitmap");
+    }
+  }
+
+  /** The ascending positions of the 64-bit bitmap at {@code in}, which moves past it. */
+  private static long[] positions(ByteBuffer in) throws java.io.IOException {
+    int buckets = (int) in.getLong();
+    int[] keys = new int[buckets];
+    RoaringBitmap[] bitmaps = new RoaringBitmap[buckets];
+    long total = 0;
+    for (int b = 0; b < buckets; b++) {
+      keys[b] = in.getInt();
+      bitmaps[b] = new RoaringBitmap();
+      bitmaps[b].deserialize(((ByteBuffer) in.slice()).order(ByteOrder.LITTLE_ENDIAN));
+      in.position(in.position() + bitmaps[b].serializedSizeInBytes());
+      total += bitmaps[b].getLongCardinality();
+    }
+    long[] rows = new long[(int) total];
+    int k = 0;
+    for (int b = 0; b < buckets; b++) {
+      long high = ((long) keys[b]) << 32;
+      int[] low = bitmaps[b].toArray();
+      for (int i = 0; i < low.length; i++) {
+        rows[k++] = high | (low[i] & 0xFFFFFFFFL);
+      }
+    }
+    return rows;
   }
 
   /** The deleted row indexes of {@code file} (its {@code _metadata.file_path}), ascending. */
