@@ -172,10 +172,10 @@ def read_files(
         files = files.set_column(
             column, "deletionVector", pa.nulls(files.num_rows, files.schema.field(column).type)
         )
-    has_dv = pc.is_valid(files.column("deletionVector"))
     if with_row_ids:  # the helper's reader counts row indexes, cheaper than Spark's
         plain, with_dv = files.slice(0, 0), files
     else:
+        has_dv = pc.is_valid(files.column("deletionVector"))
         plain, with_dv = files.filter(pc.invert(has_dv)), files.filter(has_dv)
     root = snapshot.table_root
     frames = []
@@ -332,12 +332,13 @@ def _apply_dvs(
     store = log_store_for(root)
     paths = files.column("path").to_pylist()
     vectors = files.column("deletionVector").to_pylist()
+    nothing = BitMap64()
     deleted = deleted_rows(
         spark,
         (
             (
                 spark_file_uri(data_file_path(root, path)),
-                BitMap64()
+                nothing
                 if dv is None
                 else read_deletion_vector(DeletionVectorDescriptor.from_dict(dv), root, store),
             )
