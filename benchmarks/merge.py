@@ -30,6 +30,12 @@ alias equal to a target column name our merge does not recognise ``t.id = s.id``
 key equality, so it prunes no files (and its transaction reads the whole table).
 ``DELTA_BENCH_SOURCE_ALIAS=s`` measures that case.
 
+Each scenario also times plain Spark on the files ``deltalake``'s merge rewrote (best of
+``max(2, DELTA_BENCH_REPEATS)``): a broadcast join of their ``id`` column with the source's
+(the least any Spark merge does to find the matched rows) and, for copy-on-write, a read
+and write of those files as Parquet (the least it does to rewrite them). Their sum against
+``deltalake``'s merge shows how close to the target a Spark data path can get.
+
 Before timing, one merge of the same shape on a ``DELTA_BENCH_WARMUP_ROWS``-row table
 (default 1,000,000) warms the JVM: class loading, code generation and the JIT of
 Spark's Parquet, join and write loops (with a 1,000-row warm-up the first large merge
@@ -176,6 +182,14 @@ def _run(spark: Any, work: str, base: str, scenario: str) -> None:
     t_rs = _timed(lambda p: _merge_theirs(p, src_path), base, theirs)
     m_rs = deltalake.DeltaTable(theirs).history(1)[0]["operationMetrics"]
 
+    rewritten = _rewritten_by_theirs(base, theirs)
+    floor_match = _timed_floor(lambda: _spark_match(spark, rewritten, src_path))
+    floor_copy = (
+        None
+        if scenario.endswith("-dv")
+        else _timed_floor(lambda: _spark_copy(spark, rewritten, work))
+    )
+
     expected = (ROWS + n_source // 2, expected_sum)
     got_ours, got_rs = _ours_totals(spark, ours), _theirs_totals(theirs)
     ours_by_rs = _theirs_totals(ours)  # deltalake reads our result (vectors included)
@@ -209,6 +223,17 @@ def _run(spark: Any, work: str, base: str, scenario: str) -> None:
         " (last run of each)"
     )
     print(
+        f"   floor    plain Spark on the {len(rewritten)} files deltalake rewrote: joining their "
+        f"ids with the source's {floor_match:.2f}s"
+        + (
+            ""
+            if floor_copy is None
+            else f", copying them (read + write Parquet) {floor_copy:.2f}s; their sum "
+            f"{floor_match + floor_copy:.2f}s is {(floor_match + floor_copy) / best_rs:.2f}x "
+            "deltalake's whole merge"
+        )
+    )
+    print(
         f"   rows     ours updated {m_ours['numTargetRowsUpdated']} inserted "
         f"{m_ours['numTargetRowsInserted']} copied {m_ours['numTargetRowsCopied']}; deltalake "
         f"updated {m_rs.get('num_target_rows_updated')} inserted "
@@ -220,6 +245,46 @@ def _run(spark: Any, work: str, base: str, scenario: str) -> None:
     )
     shutil.rmtree(ours, ignore_errors=True)
     shutil.rmtree(theirs, ignore_errors=True)
+
+
+def _rewritten_by_theirs(base: str, theirs: str) -> list[str]:
+    """Absolute paths (in ``base``) of the data files ``deltalake``'s merge replaced."""
+    from delta_pyspark.core.delta_log import DeltaLog
+
+    def paths(table: str) -> set[str]:
+        return set(DeltaLog(table).snapshot().files.column("path").to_pylist())
+
+    return sorted(f"{base}/{p}" for p in paths(base) - paths(theirs))
+
+
+def _timed_floor(run: Any) -> float:
+    """Best of ``REPEATS`` (at least 2: the first run of a new plan shape pays for its JIT)
+    timings of ``run()``."""
+    times = []
+    for _ in range(max(2, REPEATS)):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def _spark_match(spark: Any, files: list[str], src_path: str) -> None:
+    """The least a Spark merge does to find the matched rows: a broadcast join of the
+    files' ids with the source's."""
+    from pyspark.sql import functions as F
+
+    if files:
+        source = F.broadcast(spark.read.parquet(src_path).select("id"))
+        spark.read.parquet(*files).select("id").join(source, "id").count()
+
+
+def _spark_copy(spark: Any, files: list[str], work: str) -> None:
+    """The least a copy-on-write merge does to rewrite ``files``: read and write them."""
+    out = f"{work}/floor_copy"
+    shutil.rmtree(out, ignore_errors=True)
+    if files:
+        spark.read.parquet(*files).write.parquet(out)
+    shutil.rmtree(out, ignore_errors=True)
 
 
 def _write_target(spark: Any, path: str, rows: int, files: int, dv: bool) -> None:

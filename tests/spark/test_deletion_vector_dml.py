@@ -147,6 +147,44 @@ def test_reads_are_exact_when_spark_splits_a_file_by_row_groups(
     assert _rows(spark, path) == _expected(i for i in range(19_990) if i % 997 != 5)
 
 
+def test_merge_row_indexes_are_exact_past_row_groups_of_null_keys(
+    spark: Any, tmp_path: Path
+) -> None:
+    """A MERGE's join infers ``k IS NOT NULL``: pushed to the reader, that filter could skip
+    a row group of null keys and shift every counted row index after it."""
+    hadoop = spark.sparkContext._jsc.hadoopConfiguration()
+    hadoop.set("parquet.block.size", "4096")
+    path = str(tmp_path / "t")
+    try:
+        df = spark.range(6_000).selectExpr(
+            "id", "IF(id < 2000, NULL, id) AS k", "CONCAT('row', id) AS s", "0L AS v"
+        )
+        df.coalesce(1).write.format("delta").option("delta.enableDeletionVectors", "true").save(
+            path
+        )
+    finally:
+        hadoop.unset("parquet.block.size")
+    (data_file,) = Path(path).glob("*.parquet")
+    meta = pq.ParquetFile(data_file).metadata
+    null_groups = [
+        g
+        for g in range(meta.num_row_groups)
+        if meta.row_group(g).column(1).statistics.null_count == meta.row_group(g).num_rows
+    ]
+    assert null_groups and null_groups[0] == 0 and meta.num_row_groups > len(null_groups)
+    dt = DeltaTable.forPath(spark, path)
+    dt.delete("id % 10 = 0")  # the file gets a vector: the merge reads through the format
+    src = spark.range(2_000, 6_000, 7).selectExpr("id AS k", "id AS nv")
+    dt.alias("t").merge(src.alias("s"), "t.k = s.k").whenMatchedUpdate(set={"v": "s.nv"}).execute()
+    got = sorted(tuple(r) for r in spark.read.format("delta").load(path).collect())
+    expected = sorted(
+        (i, None if i < 2000 else i, f"row{i}", i if i >= 2000 and (i - 2000) % 7 == 0 else 0)
+        for i in range(6_000)
+        if i % 10 != 0
+    )
+    assert got == expected
+
+
 def test_update_writes_only_the_new_versions_of_changed_rows(spark: Any, table: str) -> None:
     out = DeltaTable.forPath(spark, table).update("id IN (1, 12, 13, 39)", {"v": "v + 1"})
     assert out.collect()[0]["num_affected_rows"] == 4

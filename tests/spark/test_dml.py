@@ -807,3 +807,26 @@ def test_merge_from_streaming_foreach_batch(spark: Any, tmp_path: Path):
     by_id |= {1: (1, -1, "b1", "a"), 30: (30, -30, "b2", "b"), 31: (31, 31, "b2", "b")}
     assert _rows(spark, path) == _model(list(by_id.values()))
     assert [h["operation"] for h in DeltaLog(path).history(2)] == ["MERGE", "MERGE"]
+
+
+def test_merge_broadcasts_a_measured_source_only_within_sparks_threshold(
+    spark: Any, conf: Any
+) -> None:
+    """The source is hinted for broadcast when its measured (persisted) size is within
+    ``spark.sql.autoBroadcastJoinThreshold``, and never when the user turned broadcasts off."""
+    from delta_pyspark.spark.merge import _broadcastable
+
+    df = spark.range(1_000).selectExpr("id", "CONCAT('v', id) AS s").persist()
+    try:
+        df.count()
+        size = int(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes())
+        assert 0 < size < 10 * 1024 * 1024
+        assert _broadcastable(spark, df)
+        conf("spark.sql.autoBroadcastJoinThreshold", str(size - 1))
+        assert not _broadcastable(spark, df)
+        conf("spark.sql.autoBroadcastJoinThreshold", str(size))
+        assert _broadcastable(spark, df)
+        conf("spark.sql.autoBroadcastJoinThreshold", "-1")
+        assert not _broadcastable(spark, df)
+    finally:
+        df.unpersist()

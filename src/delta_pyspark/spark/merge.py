@@ -300,6 +300,7 @@ class MergeCommand:
         self.matched = [c for c in clauses if c.when == "matched"]
         self.inserts = [c for c in clauses if c.when == "notMatched"]
         self.by_source = [c for c in clauses if c.when == "notMatchedBySource"]
+        self.broadcast_source = False  # set once the persisted source is measured
 
     # ------------------------------------------------------------------ run
 
@@ -320,6 +321,7 @@ class MergeCommand:
             plan = self._plan_for(snapshot, src)
             keys = self._join_keys(snapshot, src, plan)
             summary = self._summarise_source(src, keys, prune=not self.by_source)
+            self.broadcast_source = _broadcastable(self.spark, src)
             candidates = self._candidates(txn, snapshot, plan, keys, summary)
             txn.read_files(candidates)
             if schema != snapshot.schema:
@@ -544,7 +546,7 @@ class MergeCommand:
                     outputs.append(updated.select(*[f"`{f.name}`" for f in schema.fields]))
                 else:
                     tgt = self._target(snapshot, found.changed[0])
-                    joined = tgt.join(src, cond, "left_outer" if self.by_source else "inner")
+                    joined = self._join(tgt, src, cond, "left_outer" if self.by_source else "inner")
                     outputs.append(self._project(joined, tgt, src, schema, present, copies=False))
         else:
             deletes = []
@@ -552,7 +554,7 @@ class MergeCommand:
         if touched.num_rows:
             dedupe = found.multiple and not self.matched
             tgt = self._target(snapshot, touched, with_row_ids=dedupe)
-            joined = tgt.join(src, cond, "left_outer")
+            joined = self._join(tgt, src, cond, "left_outer")
             rows = self._project(joined, tgt, src, schema, present, row_ids=dedupe)
             if dedupe:  # several matches, all copied unchanged: keep each target row once
                 rows = rows.dropDuplicates([FILE_PATH, ROW_INDEX]).drop(FILE_PATH, ROW_INDEX)
@@ -603,7 +605,7 @@ class MergeCommand:
             return found
         tgt = self._target(snapshot, candidates, with_row_ids=True)
         how = "left_outer" if self.by_source else "inner"
-        joined = tgt.join(src, as_column(self.condition), how)
+        joined = self._join(tgt, src, as_column(self.condition), how)
         present = src[_SOURCE_MARK].isNotNull()
         action = self._action(tgt, src, present, include_inserts=False)
         if how == "inner":
@@ -680,9 +682,15 @@ class MergeCommand:
         if target_rows is not None and target_rows > _SMALL_SOURCE_FACTOR * source_rows:
             # A source much smaller than the target: join the target with the source
             # (broadcast) for the matched ids rather than anti-join every target key.
-            ids = tgt.join(src, cond, "inner").select(src[_SOURCE_MARK].alias(_MATCHED_ID))
+            ids = self._join(tgt, src, cond, "inner").select(src[_SOURCE_MARK].alias(_MATCHED_ID))
             return src.join(ids, F.col(_SOURCE_MARK) == F.col(_MATCHED_ID), "left_anti")
         return src.join(tgt, cond, "left_anti")
+
+    def _join(self, tgt: DataFrame, src: DataFrame, cond: SparkColumn, how: str) -> DataFrame:
+        """``tgt`` joined with the source, broadcasting the source when it measured within
+        Spark's threshold: Spark would broadcast whichever side its estimates call smaller,
+        and a target scan's estimate (compressed bytes) is far below its size in memory."""
+        return tgt.join(src.hint("broadcast") if self.broadcast_source else src, cond, how)
 
     def _unconditional_delete_only(self) -> bool:
         return (
@@ -885,6 +893,17 @@ def _key_predicate(keys: list[tuple[str, Any]], summary: _SourceSummary) -> Expr
                 )
             )
     return and_all(terms)
+
+
+def _broadcastable(spark: SparkSession, df: DataFrame) -> bool:
+    """Whether ``df`` (persisted and materialised, so its size is measured) is within
+    Spark's broadcast-join threshold."""
+    try:
+        threshold = int(spark._jsparkSession.sessionState().conf().autoBroadcastJoinThreshold())
+        size = df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()
+        return 0 <= int(size) <= threshold
+    except AttributeError:  # not a classic (py4j) session: leave the choice to Spark
+        return False
 
 
 def _and_columns(columns: list[SparkColumn]) -> SparkColumn:

@@ -89,15 +89,17 @@ public final class DeletionVectorParquetFormat extends ParquetFileFormat {
             new org.apache.hadoop.conf.Configuration(hadoopConf));
     // Without pushed filters a whole file's rows come in order from row 0, so counting them
     // gives their indexes: Spark fills its row index field boxing every value. Asked-for
-    // indexes are added to batches only, so rows keep Spark's.
+    // indexes are added to batches only, so rows keep Spark's. The IS NOT NULL filters Spark
+    // infers for join keys are not pushed to the counting reader (they could only skip
+    // all-null row groups, and Spark's filter above the scan still applies them).
     scala.Option batches = options.get(FileFormat$.MODULE$.OPTION_RETURNING_BATCH());
     boolean countable =
-        filters.isEmpty() && (!asked || batches.isDefined() && "true".equals(batches.get()));
+        onlyNotNull(filters) && (!asked || batches.isDefined() && "true".equals(batches.get()));
     Function1 counted =
         countable
             ? super.buildReaderWithPartitionValues(
-                session, dataSchema, partitionSchema, without(requiredSchema, name), filters,
-                options, new org.apache.hadoop.conf.Configuration(hadoopConf))
+                session, dataSchema, partitionSchema, without(requiredSchema, name),
+                (scala.collection.immutable.Seq) filters.take(0), options, new org.apache.hadoop.conf.Configuration(hadoopConf))
             : null;
     StructType rows = read;
     for (int i = 0; i < partitionSchema.fields().length; i++) {
@@ -108,6 +110,16 @@ public final class DeletionVectorParquetFormat extends ParquetFileFormat {
         session.sparkContext().broadcast(deleted, ClassTag$.MODULE$.apply(DeletedRows.class));
     return new DeletionVectorReader(
         indexed, counted, shared, rows, read.fieldIndex(name), !asked);
+  }
+
+  private static boolean onlyNotNull(scala.collection.immutable.Seq filters) {
+    scala.collection.Iterator all = filters.iterator();
+    while (all.hasNext()) {
+      if (!(all.next() instanceof org.apache.spark.sql.sources.IsNotNull)) {
+        return false;
+      }
+    }
+    return true;
   }
 
   private static StructType without(StructType schema, String name) {
