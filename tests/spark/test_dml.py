@@ -529,6 +529,26 @@ def test_merge_nondeterministic_source_is_read_once(spark: Any, tmp_path: Path):
     assert df.where("s = 'r'").count() == updated + inserted == m["numSourceRows"]
 
 
+def test_merge_releases_the_materialised_source_and_matches(spark: Any, tmp_path: Path):
+    """The source's checkpointed rows and the persisted matches are freed when the merge
+    ends, whether it commits or fails."""
+    path = str(tmp_path / "t")
+    _make(spark, path, [(i, i, None, "a") for i in range(50)], partitioned=False, files=2)
+
+    def persisted() -> set[int]:
+        return set(spark.sparkContext._jsc.getPersistentRDDs().keySet())
+
+    before = persisted()
+    src = spark.range(40, 60).selectExpr("id", "id AS v", "'r' AS s", "'a' AS p")
+    dt = DeltaTable.forPath(spark, path)
+    dt.alias("t").merge(src.alias("s"), "t.id = s.id").whenMatchedUpdateAll().execute()
+    assert persisted() == before
+    twice = src.unionByName(src)
+    with pytest.raises(DeltaUnsupportedOperationException, match="several source rows"):
+        dt.alias("t").merge(twice.alias("s"), "t.id = s.id").whenMatchedUpdateAll().execute()
+    assert persisted() == before
+
+
 def test_merge_with_column_conditions_unaliased_source(spark: Any, table: tuple[str, bool]):
     from pyspark.sql import functions as F
 
@@ -809,24 +829,20 @@ def test_merge_from_streaming_foreach_batch(spark: Any, tmp_path: Path):
     assert [h["operation"] for h in DeltaLog(path).history(2)] == ["MERGE", "MERGE"]
 
 
-def test_merge_broadcasts_a_measured_source_only_within_sparks_threshold(
+def test_merge_broadcasts_the_source_only_within_sparks_threshold(
     spark: Any, conf: Any
 ) -> None:
-    """The source is hinted for broadcast when its measured (persisted) size is within
-    ``spark.sql.autoBroadcastJoinThreshold``, and never when the user turned broadcasts off."""
+    """The (checkpointed) source is hinted for broadcast when Spark's estimate of its size
+    is within ``spark.sql.autoBroadcastJoinThreshold``; never with broadcasts turned off."""
     from delta_pyspark.spark.merge import _broadcastable
 
-    df = spark.range(1_000).selectExpr("id", "CONCAT('v', id) AS s").persist()
-    try:
-        df.count()
-        size = int(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes())
-        assert 0 < size < 10 * 1024 * 1024
-        assert _broadcastable(spark, df)
-        conf("spark.sql.autoBroadcastJoinThreshold", str(size - 1))
-        assert not _broadcastable(spark, df)
-        conf("spark.sql.autoBroadcastJoinThreshold", str(size))
-        assert _broadcastable(spark, df)
-        conf("spark.sql.autoBroadcastJoinThreshold", "-1")
-        assert not _broadcastable(spark, df)
-    finally:
-        df.unpersist()
+    df = spark.range(1_000).selectExpr("id", "CONCAT('v', id) AS s").localCheckpoint()
+    size = int(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes())
+    assert 0 < size < 10 * 1024 * 1024
+    assert _broadcastable(spark, df)
+    conf("spark.sql.autoBroadcastJoinThreshold", str(size - 1))
+    assert not _broadcastable(spark, df)
+    conf("spark.sql.autoBroadcastJoinThreshold", str(size))
+    assert _broadcastable(spark, df)
+    conf("spark.sql.autoBroadcastJoinThreshold", "-1")
+    assert not _broadcastable(spark, df)

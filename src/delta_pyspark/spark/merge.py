@@ -2,8 +2,10 @@
 
 Execution, in the spirit of delta-spark's:
 
-1. The source is materialised once (persisted), each row tagged with an id, so a
-   non-deterministic source yields the same rows to every step and the commit. One
+1. The source is materialised once (a local checkpoint: its rows are computed once
+   and kept as rows, which is cheaper than building a columnar cache), each row tagged
+   with an id, so a non-deterministic source yields the same rows to every step and
+   the commit. One
    aggregation over it gives its row count, the range of its join keys and whether
    those keys are unique (a second, tiny job collects the keys of a source of at most
    ``_MAX_KEY_SET`` rows).
@@ -30,6 +32,7 @@ Not-matched-by-source clauses make every target row a candidate.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Mapping
@@ -300,22 +303,21 @@ class MergeCommand:
         self.matched = [c for c in clauses if c.when == "matched"]
         self.inserts = [c for c in clauses if c.when == "notMatched"]
         self.by_source = [c for c in clauses if c.when == "notMatchedBySource"]
-        self.broadcast_source = False  # set once the persisted source is measured
+        self.broadcast_source = False  # decided once the source is materialised
 
     # ------------------------------------------------------------------ run
 
     def run(self) -> dict[str, Any]:
-        from pyspark import StorageLevel
         from pyspark.sql import functions as F
 
         start = time.monotonic()
         snapshot = self.log.snapshot()
         schema = self._target_schema(snapshot.schema)
-        # Each source row gets an id (fixed once the persisted rows exist): phase 1 records
+        # Each source row gets an id (fixed once the checkpointed rows exist): phase 1 records
         # which ids matched, so the insert step need not join the target again.
         src = self.source.withColumn(_SOURCE_MARK, F.monotonically_increasing_id())
-        src = src.persist(StorageLevel.MEMORY_AND_DISK)
-        cached = [src]
+        src = src.localCheckpoint(eager=True)
+        cached: list[DataFrame] = []
         try:
             txn = Transaction(self.log, snapshot)
             plan = self._plan_for(snapshot, src)
@@ -334,6 +336,7 @@ class MergeCommand:
         finally:
             for df in reversed(cached):
                 df.unpersist()
+            _drop_checkpoint(src)
         metrics["executionTimeMs"] = elapsed_ms(start)
         if txn.has_changes:
             commit_and_compact(
@@ -477,7 +480,7 @@ class MergeCommand:
     def _summarise_source(
         self, src: DataFrame, keys: list[tuple[str, SparkColumn]], prune: bool
     ) -> _SourceSummary:
-        """Count the source rows (materialising the persisted source), with the keys'
+        """Count the (checkpointed) source rows, with the keys'
         min/max and whether the key tuples are unique, in one Spark job; a second small
         job collects the keys of a source of at most ``_MAX_KEY_SET`` rows."""
         from pyspark.sql import functions as F
@@ -896,14 +899,21 @@ def _key_predicate(keys: list[tuple[str, Any]], summary: _SourceSummary) -> Expr
 
 
 def _broadcastable(spark: SparkSession, df: DataFrame) -> bool:
-    """Whether ``df`` (persisted and materialised, so its size is measured) is within
-    Spark's broadcast-join threshold."""
+    """Whether Spark's size estimate of ``df`` is within its broadcast-join threshold,
+    the test Spark applies before broadcasting either side of a join."""
     try:
         threshold = int(spark._jsparkSession.sessionState().conf().autoBroadcastJoinThreshold())
         size = df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()
         return 0 <= int(size) <= threshold
     except AttributeError:  # not a classic (py4j) session: leave the choice to Spark
         return False
+
+
+def _drop_checkpoint(df: DataFrame) -> None:
+    """Free the blocks of a ``localCheckpoint``ed DataFrame now rather than when the
+    driver's garbage collector gets to its RDD."""
+    with contextlib.suppress(AttributeError):  # not a classic (py4j) session: left to GC
+        df._jdf.queryExecution().analyzed().rdd().unpersist(False)
 
 
 def _and_columns(columns: list[SparkColumn]) -> SparkColumn:
