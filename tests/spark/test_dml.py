@@ -829,9 +829,7 @@ def test_merge_from_streaming_foreach_batch(spark: Any, tmp_path: Path):
     assert [h["operation"] for h in DeltaLog(path).history(2)] == ["MERGE", "MERGE"]
 
 
-def test_merge_broadcasts_the_source_only_within_sparks_threshold(
-    spark: Any, conf: Any
-) -> None:
+def test_merge_broadcasts_the_source_only_within_sparks_threshold(spark: Any, conf: Any) -> None:
     """The (checkpointed) source is hinted for broadcast when Spark's estimate of its size
     is within ``spark.sql.autoBroadcastJoinThreshold``; never with broadcasts turned off."""
     from delta_pyspark.spark.merge import _broadcastable
