@@ -280,6 +280,81 @@ def test_disabling_stops_new_vectors_and_keeps_old_ones_readable(
     assert "deletionVectors" in (log.snapshot().protocol.reader_features or ())
 
 
+@pytest.mark.parametrize("by_position", [True, False], ids=["by-position", "joined"])
+@pytest.mark.parametrize("partitioned", [False, True], ids=["unpartitioned", "partitioned"])
+def test_copy_on_write_merge_keeps_rows_by_position_or_by_join_alike(
+    spark: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    by_position: bool,
+    partitioned: bool,
+) -> None:
+    """A copy-on-write merge into files that still carry old vectors: unchanged rows are
+    kept by leaving out the changed rows' positions (and the old vectors' rows), or by
+    joining every row with the source; both give the same table and rewrite the same files."""
+    import delta_pyspark.spark.merge as merge_module
+
+    path = str(tmp_path / "t")
+    _make(spark, path, n=400, partitioned=partitioned)  # 100 rows a file
+    dt = DeltaTable.forPath(spark, path)
+    dt.delete("id IN (4, 15, 16)")  # vectors, then copy-on-write from here on
+    log = DeltaLog(path)
+    snap = log.snapshot()
+    txn = Transaction(log, snap)
+    conf = dict(snap.configuration) | {"delta.enableDeletionVectors": "false"}
+    txn.update_metadata(snap.metadata.with_changes(configuration=conf))
+    txn.commit("SET TBLPROPERTIES", {})
+    used = []
+    original = merge_module.MergeCommand._unchanged_rows
+
+    def spy(self: Any, *args: Any) -> Any:
+        used.append(True)
+        return original(self, *args)
+
+    monkeypatch.setattr(merge_module.MergeCommand, "_unchanged_rows", spy)
+    if not by_position:
+        monkeypatch.setattr(merge_module, "_POSITIONAL_MAX_SOURCE_ROWS", -1)
+    src = spark.createDataFrame(
+        [(3, -3), (5, None), (13, -13), (15, -15), (999, -999)], "id long, v long"
+    )
+    src = src.selectExpr("id", "v", "CAST(id % 2 AS STRING) AS p")
+    (
+        dt.alias("t")
+        .merge(src.alias("s"), "t.id = s.id")
+        .whenMatchedDelete("s.v IS NULL")
+        .whenMatchedUpdate(set={"v": "s.v"})
+        .whenNotMatchedInsertAll()
+        .execute()
+    )
+    assert bool(used) == by_position  # candidates: 97 rows > 4 x 5 source rows
+    expected = sorted(
+        [(i, -i if i in (3, 13) else i * 10, str(i % 2)) for i in range(400)]
+        + [(15, -15, "1"), (999, -999, "1")]
+    )
+    expected = [r for r in expected if r[0] not in (4, 5, 16) and r[:2] != (15, 150)]
+    assert _rows(spark, path) == expected
+    adds, removes, info = _last_commit(path)
+    assert all("deletionVector" not in a for a in adds)
+    before = snap.files.to_pylist()
+    holding = {  # the files with ids 3, 5 and 13 (odd: p = 1 when partitioned)
+        a["path"]
+        for a in before
+        if json.loads(a["stats"])["minValues"]["id"] <= 13
+        and dict(a["partitionValues"] or []).get("p", "1") == "1"
+    }
+    assert {r["path"] for r in removes} == holding
+    removed = [a for a in before if a["path"] in holding]
+    m = _metrics(info)
+    assert m["numTargetRowsUpdated"] == 2 and m["numTargetRowsDeleted"] == 1
+    assert m["numTargetRowsInserted"] == 2
+    live_before = sum(
+        json.loads(a["stats"])["numRecords"] - (a["deletionVector"] or {}).get("cardinality", 0)
+        for a in removed
+    )
+    written = sum(json.loads(a["stats"])["numRecords"] for a in adds)
+    assert written == live_before - 1 + 2  # one row deleted, two inserted
+
+
 # ------------------------------------------------------------------------ concurrency
 
 

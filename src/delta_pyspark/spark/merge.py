@@ -5,10 +5,9 @@ Execution, in the spirit of delta-spark's:
 1. The source is materialised once (a local checkpoint: its rows are computed once
    and kept as rows, which is cheaper than building a columnar cache), each row tagged
    with an id, so a non-deterministic source yields the same rows to every step and
-   the commit. One
-   aggregation over it gives its row count, the range of its join keys and whether
-   those keys are unique (a second, tiny job collects the keys of a source of at most
-   ``_MAX_KEY_SET`` rows).
+   the commit. One aggregation over it gives its row count, the range of its join
+   keys and whether those keys are unique (a second, tiny job collects the keys of a
+   source of at most ``_MAX_KEY_SET`` rows).
 2. Candidate target files: the merge condition's target-only conjuncts plus the
    range (or set) of source join keys prune files by partition values and stats.
    The same predicate is the transaction's read predicate, so merges on disjoint
@@ -19,10 +18,13 @@ Execution, in the spirit of delta-spark's:
    (unique source keys make each matched pair a distinct target row, so the
    per-row aggregation is skipped). Without not-matched-by-source clauses the
    matched pairs are persisted: the source ids in them are exactly the source rows
-   that match, and with deletion vectors they carry the matched rows themselves.
-4. Copy-on-write: rewrite only touched files (target left-outer-join source, clause
-   by clause). Deletion vectors: mark the changed rows deleted and write only their
-   new versions (from the persisted pairs when there are any). For insert clauses,
+   that match, and with deletion vectors (or a positional rewrite, below) they carry
+   the updated rows' new values and the changed rows' positions are collected.
+4. Copy-on-write: rewrite only touched files. Their unchanged rows are read without
+   the changed rows' positions when the source is much smaller than the candidate
+   files (``_keeps_rows_by_position``), else the files are left-outer-joined with the
+   source clause by clause. Deletion vectors: mark the changed rows deleted. Updated
+   rows are written from the persisted pairs when there are any. For insert clauses,
    append the source rows whose ids did not match (without persisted pairs: the
    source anti-joined with the files that had matches). All of it goes to one Spark
    write and one commit.
@@ -39,6 +41,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow.compute as pc
 
 from delta_pyspark.core.actions import remove_actions
@@ -84,6 +87,7 @@ from delta_pyspark.spark.rewrite import (
 from delta_pyspark.spark.scan import (
     FILE_PATH,
     ROW_INDEX,
+    file_uris,
     prune_files,
     read_files,
     session_time_zone,
@@ -100,10 +104,15 @@ _TARGET_MARK = "__delta_merge_target"
 _ACTION = "__delta_merge_action"
 _MATCHED_ID = "__delta_merge_matched"
 COPY, DROP = -1, -2
-# Insert step without phase-1 pairs: when the target files outnumber the source rows by
-# this factor, matched source ids come from a (broadcast) join instead of an anti-join
-# over every target key.
+# A source "much smaller" than the target files: their rows outnumber its rows by this
+# factor. Then matched source ids for inserts (without phase 1 pairs) come from a
+# (broadcast) join instead of an anti-join over every target key, and a copy-on-write
+# rewrite may keep unchanged rows by position (``_keeps_rows_by_position``).
 _SMALL_SOURCE_FACTOR = 4
+# Copy-on-write merges of sources up to this many rows may collect the changed rows'
+# positions (8 bytes each) on the driver and read the rewritten files without them
+# (``_keeps_rows_by_position``); larger ones join every row of those files with the source.
+_POSITIONAL_MAX_SOURCE_ROWS = 10_000_000
 # Source keys up to this many distinct values are recorded as an IN list, else as a range.
 _MAX_KEY_SET = 1000
 # Join key types whose source min/max can prune target files exactly like Spark compares them.
@@ -530,11 +539,13 @@ class MergeCommand:
         start: float,
         cached: list[DataFrame],
     ) -> dict[str, Any]:
-        from pyspark.sql import functions as F
 
         cond = as_column(self.condition)
         dv = deletion_vectors_enabled(snapshot)
-        found = self._find_matches(snapshot, schema, src, candidates, dv, source.unique, cached)
+        positional = not dv and self._keeps_rows_by_position(snapshot, schema, candidates, source)
+        found = self._find_matches(
+            snapshot, schema, src, candidates, dv or positional, source.unique, cached
+        )
         scan_ms = elapsed_ms(start)
         present = src[_SOURCE_MARK].isNotNull()
         outputs = []
@@ -543,10 +554,8 @@ class MergeCommand:
             deletes = txn.delete_rows(*found.changed)
             updates = any(c.action == "update" for c in self.matched + self.by_source)
             if updates and found.changed[0].num_rows:
-                if found.pairs is not None and found.rows:  # cached new values: no second scan
-                    codes = [i for i, c in self._codes() if c.action == "update"]
-                    updated = found.pairs.where(F.col(_ACTION).isin(codes))
-                    outputs.append(updated.select(*[f"`{f.name}`" for f in schema.fields]))
+                if found.rows:  # cached new values: no second scan
+                    outputs.append(self._updated_rows(found, schema))
                 else:
                     tgt = self._target(snapshot, found.changed[0])
                     joined = self._join(tgt, src, cond, "left_outer" if self.by_source else "inner")
@@ -554,7 +563,11 @@ class MergeCommand:
         else:
             deletes = []
             touched = files_by_uri(snapshot, candidates, sorted(found.touched_uris))
-        if touched.num_rows:
+        if touched.num_rows and positional:
+            outputs.append(self._unchanged_rows(snapshot, touched, found))
+            if found.rows:
+                outputs.append(self._updated_rows(found, schema))
+        elif touched.num_rows:
             dedupe = found.multiple and not self.matched
             tgt = self._target(snapshot, touched, with_row_ids=dedupe)
             joined = self._join(tgt, src, cond, "left_outer")
@@ -590,7 +603,7 @@ class MergeCommand:
         schema: StructType,
         src: DataFrame,
         candidates: Any,
-        dv: bool,
+        positions: bool,
         unique: bool,
         cached: list[DataFrame],
     ) -> _Matches:
@@ -598,8 +611,9 @@ class MergeCommand:
         files to rewrite, the per-clause row counts and whether a target row matched
         several source rows (skipped, with one aggregation level less, when the source's
         join keys are unique). Without not-matched-by-source clauses the matched pairs are
-        persisted: the insert step takes the unmatched source ids from them, and with
-        deletion vectors the updated rows are written straight from them."""
+        persisted: the insert step takes the unmatched source ids from them. ``positions``
+        also collects the changed rows' positions and keeps the updated rows' new values
+        in the pairs, to be written straight from them."""
         from pyspark import StorageLevel
         from pyspark.sql import functions as F
 
@@ -613,9 +627,9 @@ class MergeCommand:
         action = self._action(tgt, src, present, include_inserts=False)
         if how == "inner":
             updates = any(c.action == "update" for c in self.matched)
-            found.rows = dv and updates
-            # what the summary and the inserts need; with deletion vectors also the
-            # updated rows' new values (only the target columns those read are scanned)
+            found.rows = positions and updates
+            # what the summary and the inserts need; with positions also the updated
+            # rows' new values (only the target columns those read are scanned)
             values = self._values(tgt, src, schema, updates_only=True) if found.rows else []
             joined = joined.select(
                 tgt[FILE_PATH], tgt[ROW_INDEX], src[_SOURCE_MARK], action.alias(_ACTION), *values
@@ -636,7 +650,7 @@ class MergeCommand:
                 F.count(_SOURCE_MARK).alias("n"), F.min(action).alias("a")
             )
         aggs = [F.count(F.lit(1)).alias("rows"), F.max("n").alias("maxn")]
-        if dv:  # positions of the rows to mark deleted
+        if positions:  # of the rows a clause changes
             aggs.append(F.collect_list(F.when(F.col("a") != COPY, F.col(ROW_INDEX))).alias("ids"))
         summary = rows.groupBy(FILE_PATH, "a", (F.col("n") > 0).alias("m")).agg(*aggs).toArrow()
         for r in summary.select([FILE_PATH, "a", "m", "rows", "maxn"]).to_pylist():
@@ -653,11 +667,44 @@ class MergeCommand:
                 "source on the merge keys (or tighten the merge condition) so each target "
                 "row matches at most one source row."
             )
-        if dv:
+        if positions:
             ids = summary.column("ids").combine_chunks()
             uris = pc.take(summary.column(FILE_PATH), pc.list_parent_indices(ids))
             found.changed = rows_by_file(snapshot, candidates, uris, pc.list_flatten(ids))
         return found
+
+    def _keeps_rows_by_position(
+        self, snapshot: Snapshot, schema: StructType, candidates: Any, source: _SourceSummary
+    ) -> bool:
+        """Whether a copy-on-write merge reads the unchanged rows of the files it rewrites
+        by leaving out the changed rows' positions (``_unchanged_rows``) instead of joining
+        every row with the source. That needs the phase 1 pairs (no not-matched-by-source
+        clauses), an unchanged schema, and the changed positions on the driver, so a
+        bounded source; it pays when the candidate files hold many more rows than the
+        source (measured: 10M target rows, 200k source rows, 12% faster; 616k and 200k,
+        4% slower)."""
+        if self.by_source or schema != snapshot.schema:
+            return False
+        if source.rows > _POSITIONAL_MAX_SOURCE_ROWS:
+            return False
+        target_rows = live_rows(candidates)
+        return target_rows is not None and target_rows > _SMALL_SOURCE_FACTOR * source.rows
+
+    def _updated_rows(self, found: _Matches, schema: StructType) -> DataFrame:
+        """The new versions of updated target rows, from the persisted phase 1 pairs."""
+        from pyspark.sql import functions as F
+
+        codes = [i for i, c in self._codes() if c.action == "update"]
+        updated = found.pairs.where(F.col(_ACTION).isin(codes))
+        return updated.select(*[f"`{f.name}`" for f in schema.fields])
+
+    def _unchanged_rows(self, snapshot: Snapshot, touched: Any, found: _Matches) -> DataFrame:
+        """The rows of the ``touched`` files no clause changed: the files read without the
+        changed rows' positions, as if deleted (no join of every row with the source)."""
+        changed = dict(zip(file_uris(snapshot, found.changed[0]), found.changed[1], strict=True))
+        none = np.empty(0, np.int64)
+        drops = [changed.get(uri, none) for uri in file_uris(snapshot, touched)]
+        return read_files(self.spark, snapshot, touched, drop_rows=drops)
 
     def _unmatched(
         self,

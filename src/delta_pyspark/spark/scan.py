@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyroaring import BitMap64
@@ -143,6 +144,7 @@ def read_files(
     files: pa.Table,
     with_row_ids: bool = False,
     keep_deleted: bool = False,
+    drop_rows: Sequence[np.ndarray] | None = None,
 ) -> DataFrame:
     """A DataFrame of the rows of ``files`` (a subset of the snapshot's file list).
 
@@ -150,6 +152,9 @@ def read_files(
     ``ROW_INDEX`` (the row's position in its file): DML uses them to find the files
     that hold affected rows and to tell target rows apart. ``keep_deleted`` ignores
     deletion vectors (for DELETE, where marking a deleted row again changes nothing).
+    ``drop_rows`` (one array per row of ``files``) leaves out those row positions too,
+    as if they were deleted: a copy-on-write rewrite reads the rows it keeps unchanged
+    this way instead of joining every row with the changes.
     """
     schema = snapshot.schema
     mode = column_mapping_mode(snapshot.configuration)
@@ -172,7 +177,12 @@ def read_files(
         files = files.set_column(
             column, "deletionVector", pa.nulls(files.num_rows, files.schema.field(column).type)
         )
-    if with_row_ids:  # the helper's reader counts row indexes, cheaper than Spark's
+    dropped: dict[str, np.ndarray] = {}
+    if drop_rows is not None:
+        dropped = dict(zip(files.column("path").to_pylist(), drop_rows, strict=True))
+    if with_row_ids or dropped:
+        # every file through the helper's reader: it drops ``dropped`` and counts row
+        # indexes, cheaper than Spark's
         plain, with_dv = files.slice(0, 0), files
     else:
         has_dv = pc.is_valid(files.column("deletionVector"))
@@ -189,13 +199,29 @@ def read_files(
         if hive:
             frames.append(
                 _hive_branch(
-                    spark, root, subset, data_schema, physical, part_physical, dv, with_row_ids
+                    spark,
+                    root,
+                    subset,
+                    data_schema,
+                    physical,
+                    part_physical,
+                    dv,
+                    with_row_ids,
+                    dropped,
                 )
             )
         else:
             frames.extend(
                 _literal_branches(
-                    spark, root, subset, data_schema, physical, part_physical, dv, with_row_ids
+                    spark,
+                    root,
+                    subset,
+                    data_schema,
+                    physical,
+                    part_physical,
+                    dv,
+                    with_row_ids,
+                    dropped,
                 )
             )
     df = frames[0]
@@ -255,6 +281,7 @@ def _hive_branch(
     parts: list[str],
     dv: bool,
     with_row_ids: bool,
+    dropped: dict[str, np.ndarray],
 ) -> DataFrame:
     from pyspark.sql.types import StructType as SparkStruct
 
@@ -262,7 +289,7 @@ def _hive_branch(
     full = SparkStruct(list(data_schema.fields) + part_fields)
     df = _read(spark, _paths(root, files), full, root if parts else None, with_row_ids)
     if dv:
-        return _apply_dvs(spark, root, files, df, with_row_ids)
+        return _apply_dvs(spark, root, files, df, with_row_ids, dropped)
     return _with_row_ids(df) if with_row_ids else df
 
 
@@ -275,13 +302,14 @@ def _literal_branches(
     parts: list[str],
     dv: bool,
     with_row_ids: bool,
+    dropped: dict[str, np.ndarray],
 ) -> list[DataFrame]:
     from pyspark.sql import functions as F
 
     def read(subset: pa.Table) -> DataFrame:
         df = _read(spark, _paths(root, subset), data_schema, None, with_row_ids)
         if dv:
-            return _apply_dvs(spark, root, subset, df, with_row_ids)
+            return _apply_dvs(spark, root, subset, df, with_row_ids, dropped)
         return _with_row_ids(df) if with_row_ids else df
 
     if not parts:
@@ -315,10 +343,15 @@ def _with_row_ids(df: DataFrame) -> DataFrame:
 
 
 def _apply_dvs(
-    spark: SparkSession, root: str, files: pa.Table, df: DataFrame, keep_row_ids: bool = False
+    spark: SparkSession,
+    root: str,
+    files: pa.Table,
+    df: DataFrame,
+    keep_row_ids: bool,
+    dropped: dict[str, np.ndarray],
 ) -> DataFrame:
     """``df`` (a plain Parquet scan of ``files``) without the rows their vectors mark
-    (files without one are read whole).
+    or ``dropped`` names (files with neither are read whole).
 
     The scan is swapped to the JVM helper's ``DeletionVectorParquetFormat``, whose reader
     drops the marked rows batch by batch inside the scan (see ``jvm_extension``). A
@@ -332,16 +365,22 @@ def _apply_dvs(
     store = log_store_for(root)
     paths = files.column("path").to_pylist()
     vectors = files.column("deletionVector").to_pylist()
-    nothing = BitMap64()
+
+    def rows(path: str, dv: dict[str, Any] | None) -> BitMap64:
+        marked = (
+            BitMap64()
+            if dv is None
+            else read_deletion_vector(DeletionVectorDescriptor.from_dict(dv), root, store)
+        )
+        extra = dropped.get(path)
+        if extra is not None and len(extra):
+            marked |= BitMap64(extra.astype(np.uint64, copy=False))
+        return marked
+
     deleted = deleted_rows(
         spark,
         (
-            (
-                spark_file_uri(data_file_path(root, path)),
-                nothing
-                if dv is None
-                else read_deletion_vector(DeletionVectorDescriptor.from_dict(dv), root, store),
-            )
+            (spark_file_uri(data_file_path(root, path)), rows(path, dv))
             for path, dv in zip(paths, vectors, strict=True)
         ),
     )
