@@ -104,14 +104,21 @@ def with_extension_jar(jars: str | None) -> str:
     return ",".join([*listed, jar] if jar not in listed else listed)
 
 
-def new_object(spark: SparkSession, class_name: str) -> Any:
-    """A new instance of helper class ``class_name`` in the session's JVM."""
+def helper_class(spark: SparkSession, class_name: str) -> Any | None:
+    """Helper class ``class_name`` in the session's JVM; None if the helper jar is not on
+    its class path."""
     from py4j.java_gateway import JavaClass
 
     cls = spark._jvm
     for part in class_name.split("."):
         cls = getattr(cls, part)
-    if not isinstance(cls, JavaClass):
+    return cls if isinstance(cls, JavaClass) else None
+
+
+def new_object(spark: SparkSession, class_name: str) -> Any:
+    """A new instance of helper class ``class_name`` in the session's JVM."""
+    cls = helper_class(spark, class_name)
+    if cls is None:
         raise DeltaJvmExtensionError(
             f"this SparkSession lacks delta-pyspark's JVM helper ({class_name}), which reading "
             "tables with deletion vectors needs: build the session with "

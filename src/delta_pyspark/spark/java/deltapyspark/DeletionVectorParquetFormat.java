@@ -1,11 +1,9 @@
 package deltapyspark;
 
 import org.apache.spark.sql.SparkSession;
-import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.classic.Dataset;
 import org.apache.spark.sql.execution.datasources.FileFormat$;
 import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
-import org.apache.spark.sql.execution.datasources.LogicalRelation;
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
@@ -42,19 +40,14 @@ public final class DeletionVectorParquetFormat extends ParquetFileFormat {
    * this format, so the rows {@code deleted} marks are gone.
    */
   public static Dataset scan(Dataset parquetScan, DeletedRows deleted) {
-    LogicalPlan plan = parquetScan.queryExecution().analyzed();
-    if (!(plan instanceof LogicalRelation)
-        || !(((LogicalRelation) plan).relation() instanceof HadoopFsRelation)) {
-      throw new IllegalArgumentException("not a plain file scan: " + plan);
-    }
-    LogicalRelation scan = (LogicalRelation) plan;
-    HadoopFsRelation files = (HadoopFsRelation) scan.relation();
+    HadoopFsRelation files = (HadoopFsRelation) FileScans.relationOf(parquetScan).relation();
     // Spark's ParquetFileFormat equals any subclass: this option keeps a cached plain scan of
     // the same files from answering for this one (and the reverse)
     scala.collection.immutable.Map options =
         (scala.collection.immutable.Map)
             files.options().updated(DELETED_ROWS_OPTION, deleted.toString() + "#" + deleted.hashCode());
-    HadoopFsRelation withVectors =
+    return FileScans.withRelation(
+        parquetScan,
         files.copy(
             files.location(),
             files.partitionSchema(),
@@ -62,12 +55,7 @@ public final class DeletionVectorParquetFormat extends ParquetFileFormat {
             files.bucketSpec(),
             new DeletionVectorParquetFormat(deleted),
             options,
-            files.sparkSession());
-    LogicalPlan swapped =
-        scan.copy(
-            withVectors, scan.output(), scan.catalogTable(), scan.isStreaming(), scan.stream());
-    return Dataset.ofRows(
-        (org.apache.spark.sql.classic.SparkSession) parquetScan.sparkSession(), swapped);
+            files.sparkSession()));
   }
 
   public Function1 buildReaderWithPartitionValues(
