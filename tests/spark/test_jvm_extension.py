@@ -41,6 +41,7 @@ def test_jar_is_compiled_once_per_source_and_spark_version(
         "deltapyspark/DeletedRows.class",
         "deltapyspark/DeletionVectorParquetFormat.class",
         "deltapyspark/DeletionVectorReader.class",
+        "deltapyspark/FileScans.class",
     } <= names
     built = jar.stat().st_mtime_ns
     assert Path(extension_jar()) == jar and jar.stat().st_mtime_ns == built

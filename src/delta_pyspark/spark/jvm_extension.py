@@ -1,9 +1,10 @@
-"""delta-pyspark's JVM helper: Java classes Spark's Parquet scan runs for deletion vectors.
+"""delta-pyspark's JVM helper: Java classes Spark's Parquet scans of tables run.
 
 Dropping the rows deletion vectors mark has no cheap form in Spark's public API: a join
 against the deleted positions made scans 2-2.5x slower than scans of the same rows
 without vectors, a per-row filter above the scan 1.5-2x. ``DeletionVectorParquetFormat``
 is Spark's Parquet format whose reader drops them batch by batch inside the scan.
+``FileScans`` gives a scan its own split size without changing the user's session.
 
 The Java sources under ``java/`` are compiled when a session is configured
 (``configure_spark_with_delta``) with Janino, the compiler Spark itself ships, so a Java
