@@ -36,12 +36,14 @@ Each scenario also times plain Spark on the files ``deltalake``'s merge rewrote 
 and write of those files as Parquet (the least it does to rewrite them). Their sum against
 ``deltalake``'s merge shows how close to the target a Spark data path can get.
 
-Before timing, one merge of the same shape on a ``DELTA_BENCH_WARMUP_ROWS``-row table
-(default 1,000,000) warms the JVM: class loading, code generation and the JIT of
-Spark's Parquet, join and write loops (with a 1,000-row warm-up the first large merge
-measured ~2x its later runs). ``DELTA_BENCH_REPEATS`` (default 1) times each merge that
-many times, each on a fresh copy of the target, and prints the best and every run
-(the ratio uses the best of each engine).
+Before timing, one merge of each chosen scenario's shape on a
+``DELTA_BENCH_WARMUP_ROWS``-row table (default 1,000,000) warms the JVM: class loading,
+code generation and the JIT of Spark's Parquet, join and write loops (with a 1,000-row
+warm-up the first large merge measured ~2x its later runs; the scenarios take different
+paths: copy-on-write keeping rows by position or by join, deletion vectors).
+``DELTA_BENCH_REPEATS`` (default 1) times each merge that many times, each on a fresh
+copy of the target, and prints the best and every run (the ratio uses the best of each
+engine).
 
 ``DELTA_BENCH_ROWS`` overrides the row count (default 10,000,000);
 ``DELTA_BENCH_FILES`` the number of files in the target (default 48);
@@ -307,14 +309,16 @@ def _write_target(spark: Any, path: str, rows: int, files: int, dv: bool) -> Non
     writer.save(path)
 
 
-def _warm_up(spark: Any, work: str) -> None:
-    """One merge of the benchmark's shape on a ``WARMUP_ROWS``-row table, untimed, so JVM
+def _warm_up(spark: Any, work: str, scenarios: list[str]) -> None:
+    """One merge of each scenario's shape on a ``WARMUP_ROWS``-row table, untimed, so JVM
     class loading, code generation and the JIT of the hot loops are not timed."""
-    path, src_path = f"{work}/warm", f"{work}/warm_source.parquet"
-    _write_target(spark, path, WARMUP_ROWS, max(1, min(FILES, WARMUP_ROWS // 20_000)), False)
-    _source(src_path, "uniform", WARMUP_ROWS)
-    _merge_ours(spark, path, src_path)
-    shutil.rmtree(path, ignore_errors=True)
+    files = max(1, min(FILES, WARMUP_ROWS // 20_000))
+    for scenario in scenarios:
+        path, src_path = f"{work}/warm", f"{work}/warm_source.parquet"
+        _write_target(spark, path, WARMUP_ROWS, files, scenario.endswith("-dv"))
+        _source(src_path, scenario.removesuffix("-dv"), WARMUP_ROWS)
+        _merge_ours(spark, path, src_path)
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def main() -> None:
@@ -340,8 +344,11 @@ def main() -> None:
                 f"target{' (deletion vectors enabled)' if dv else ''}: {ROWS:,} rows in "
                 f"{files} files sorted by id (written in {written:.1f}s)"
             )
-        print(f"warm-up: one untimed merge on {WARMUP_ROWS:,} rows; {REPEATS} timed run(s) each")
-        _warm_up(spark, work)
+        print(
+            f"warm-up: one untimed merge per scenario on {WARMUP_ROWS:,} rows; "
+            f"{REPEATS} timed run(s) each"
+        )
+        _warm_up(spark, work, scenarios)
         for scenario in scenarios:
             _run(spark, work, bases[scenario.endswith("-dv")], scenario)
     finally:

@@ -844,3 +844,33 @@ def test_merge_broadcasts_the_source_only_within_sparks_threshold(spark: Any, co
     assert _broadcastable(spark, df)
     conf("spark.sql.autoBroadcastJoinThreshold", "-1")
     assert not _broadcastable(spark, df)
+
+
+@pytest.mark.parametrize("vectors", [False, True], ids=["copy-on-write", "deletion-vectors"])
+def test_merge_writes_new_rows_in_at_most_one_file_per_task_slot(
+    spark: Any, tmp_path: Path, vectors: bool
+) -> None:
+    """Inserted rows and new versions of updated rows come from the source's partitions
+    (6 here); they are written as at most one file per task slot (2), not one per
+    partition."""
+    path = str(tmp_path / "t")
+    df = spark.range(0, 400, 2).selectExpr("id", "id AS v", "'old' AS s", "'a' AS p")
+    writer = df.repartitionByRange(2, "id").write.format("delta")
+    writer.option("delta.enableDeletionVectors", str(vectors).lower()).save(path)
+    src = spark.range(0, 120).selectExpr("id", "-id AS v", "'new' AS s", "'a' AS p")
+    src = src.repartition(6)
+    dt = DeltaTable.forPath(spark, path)
+    dt.alias("t").merge(
+        src.alias("s"), "t.id = s.id"
+    ).whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
+    expected = sorted(
+        [(i, -i, "new", "a") for i in range(120)] + [(i, i, "old", "a") for i in range(120, 400, 2)]
+    )
+    assert _rows(spark, path) == expected
+    version = DeltaLog(path).snapshot().version
+    log = Path(path) / "_delta_log" / f"{version:020d}.json"
+    adds = [a["add"] for a in map(json.loads, log.read_text().splitlines()) if "add" in a]
+    only_new = [a for a in adds if json.loads(a["stats"])["maxValues"]["s"] == "new"]
+    assert spark.sparkContext.defaultParallelism == 2
+    assert 1 <= len(only_new) <= 2
+    assert sum(json.loads(a["stats"])["numRecords"] for a in only_new) == 60 * (1 + vectors)

@@ -548,25 +548,26 @@ class MergeCommand:
         )
         scan_ms = elapsed_ms(start)
         present = src[_SOURCE_MARK].isNotNull()
-        outputs = []
+        copied: list[DataFrame] = []  # rows of rewritten files (all of them in the join path)
+        fresh: list[DataFrame] = []  # new versions of changed rows, inserted rows
         if dv:
             touched = candidates.slice(0, 0)  # no file is rewritten
             deletes = txn.delete_rows(*found.changed)
             updates = any(c.action == "update" for c in self.matched + self.by_source)
             if updates and found.changed[0].num_rows:
                 if found.rows:  # cached new values: no second scan
-                    outputs.append(self._updated_rows(found, schema))
+                    fresh.append(self._updated_rows(found, schema))
                 else:
                     tgt = self._target(snapshot, found.changed[0])
                     joined = self._join(tgt, src, cond, "left_outer" if self.by_source else "inner")
-                    outputs.append(self._project(joined, tgt, src, schema, present, copies=False))
+                    fresh.append(self._project(joined, tgt, src, schema, present, copies=False))
         else:
             deletes = []
             touched = files_by_uri(snapshot, candidates, sorted(found.touched_uris))
         if touched.num_rows and positional:
-            outputs.append(self._unchanged_rows(snapshot, touched, found))
+            copied.append(self._unchanged_rows(snapshot, touched, found))
             if found.rows:
-                outputs.append(self._updated_rows(found, schema))
+                fresh.append(self._updated_rows(found, schema))
         elif touched.num_rows:
             dedupe = found.multiple and not self.matched
             tgt = self._target(snapshot, touched, with_row_ids=dedupe)
@@ -574,16 +575,16 @@ class MergeCommand:
             rows = self._project(joined, tgt, src, schema, present, row_ids=dedupe)
             if dedupe:  # several matches, all copied unchanged: keep each target row once
                 rows = rows.dropDuplicates([FILE_PATH, ROW_INDEX]).drop(FILE_PATH, ROW_INDEX)
-            outputs.append(rows)
+            copied.append(rows)
         if self.inserts:
             new = self._unmatched(snapshot, src, source.rows, candidates, found)
-            outputs.append(self._project(new, None, src, schema, None))
-        adds: list[dict[str, Any]] = []
-        if outputs:
-            out = outputs[0]
-            for other in outputs[1:]:
-                out = out.unionByName(other)
-            adds = write_rows(out, snapshot, schema)
+            fresh.append(self._project(new, None, src, schema, None))
+        if fresh:
+            # from the persisted pairs and source, in as many partitions as those have: as
+            # many files as task slots instead (coalescing keeps every slot busy)
+            slots = self.spark.sparkContext.defaultParallelism
+            copied.append(_union(fresh).coalesce(slots))
+        adds = write_rows(_union(copied), snapshot, schema) if copied else []
         rewritten = remove_actions(touched)
         txn.remove_files(rewritten)
         removes = rewritten + [d.remove for d in deletes if d.add is None]
@@ -961,6 +962,14 @@ def _drop_checkpoint(df: DataFrame) -> None:
     driver's garbage collector gets to its RDD."""
     with contextlib.suppress(AttributeError):  # not a classic (py4j) session: left to GC
         df._jdf.queryExecution().analyzed().rdd().unpersist(False)
+
+
+def _union(frames: list[DataFrame]) -> DataFrame:
+    """``frames`` (at least one) one after another, columns matched by name."""
+    out = frames[0]
+    for other in frames[1:]:
+        out = out.unionByName(other)
+    return out
 
 
 def _and_columns(columns: list[SparkColumn]) -> SparkColumn:
