@@ -259,6 +259,16 @@ def test_vectors_survive_checkpoints_and_later_deletes(spark: Any, tmp_path: Pat
     assert row["deletionVector"]["cardinality"] == 2
 
 
+def _disable_vectors(log: DeltaLog) -> Any:
+    """Commit ``delta.enableDeletionVectors=false``; the snapshot it replaced."""
+    snap = log.snapshot()
+    txn = Transaction(log, snap)
+    conf = dict(snap.configuration) | {"delta.enableDeletionVectors": "false"}
+    txn.update_metadata(snap.metadata.with_changes(configuration=conf))
+    txn.commit("SET TBLPROPERTIES", {})
+    return snap
+
+
 def test_disabling_stops_new_vectors_and_keeps_old_ones_readable(
     spark: Any, tmp_path: Path
 ) -> None:
@@ -267,11 +277,7 @@ def test_disabling_stops_new_vectors_and_keeps_old_ones_readable(
     dt = DeltaTable.forPath(spark, path)
     dt.delete("id = 1")
     log = DeltaLog(path)
-    snap = log.snapshot()
-    txn = Transaction(log, snap)
-    conf = dict(snap.configuration) | {"delta.enableDeletionVectors": "false"}
-    txn.update_metadata(snap.metadata.with_changes(configuration=conf))
-    txn.commit("SET TBLPROPERTIES", {})
+    _disable_vectors(log)
     dt.delete("id = 2")  # copy-on-write now
     adds, removes, _ = _last_commit(path)
     assert removes[0]["deletionVector"]["cardinality"] == 1  # the old vector's file, replaced
@@ -298,12 +304,7 @@ def test_copy_on_write_merge_keeps_rows_by_position_or_by_join_alike(
     _make(spark, path, n=400, partitioned=partitioned)  # 100 rows a file
     dt = DeltaTable.forPath(spark, path)
     dt.delete("id IN (4, 15, 16)")  # vectors, then copy-on-write from here on
-    log = DeltaLog(path)
-    snap = log.snapshot()
-    txn = Transaction(log, snap)
-    conf = dict(snap.configuration) | {"delta.enableDeletionVectors": "false"}
-    txn.update_metadata(snap.metadata.with_changes(configuration=conf))
-    txn.commit("SET TBLPROPERTIES", {})
+    snap = _disable_vectors(DeltaLog(path))
     used = []
     original = merge_module.MergeCommand._unchanged_rows
 

@@ -199,34 +199,8 @@ def read_files(
     for subset, dv in ((plain, False), (with_dv, True)):
         if subset.num_rows == 0:
             continue
-        if hive:
-            frames.append(
-                _hive_branch(
-                    spark,
-                    root,
-                    subset,
-                    data_schema,
-                    physical,
-                    part_physical,
-                    dv,
-                    with_row_ids,
-                    dropped,
-                )
-            )
-        else:
-            frames.extend(
-                _literal_branches(
-                    spark,
-                    root,
-                    subset,
-                    data_schema,
-                    physical,
-                    part_physical,
-                    dv,
-                    with_row_ids,
-                    dropped,
-                )
-            )
+        args = (spark, root, subset, data_schema, physical, part_physical, dv, with_row_ids)
+        frames.extend([_hive_branch(*args, dropped)] if hive else _literal_branches(*args, dropped))
     df = frames[0]
     for other in frames[1:]:
         df = df.unionByName(other)
