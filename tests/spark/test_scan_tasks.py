@@ -43,3 +43,5 @@ def test_a_scan_needing_two_waves_gets_whole_waves_of_tasks(
     assert spark.conf.get("spark.sql.files.maxPartitionBytes") == limit
     kept = [i for i in range(8_000) if not (vectors and i % 100 == 7)]
     assert sorted(tuple(r) for r in table.collect()) == [(i, f"row{i}") for i in kept]
+    conf("spark.sql.files.minPartitionNum", "1")  # the user's own aim: left to Spark
+    assert spark.read.format("delta").load(path).rdd.getNumPartitions() == 3

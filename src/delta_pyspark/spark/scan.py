@@ -264,9 +264,12 @@ def _even_tasks(spark: SparkSession, df: DataFrame, sizes: list[int]) -> DataFra
     them took 1.9 s instead of 2.6 s. When the files need more than one wave, the scan
     gets the fewest tasks that fill whole waves, with the split size (never above the
     user's maximum) whose packing, simulated as Spark does it, is the most even. Needs the
-    JVM helper and at most ``_MAX_SIMULATED_FILES`` files; else Spark's packing stays.
+    JVM helper and at most ``_MAX_SIMULATED_FILES`` files, and stays out of the way when
+    ``spark.sql.files.minPartitionNum`` is set; else Spark's packing stays.
     """
     conf = spark._jsparkSession.sessionState().conf()
+    if conf.filesMinPartitionNum().isDefined():
+        return df  # the user chose how many tasks Spark aims for
     limit, open_cost = conf.filesMaxPartitionBytes(), conf.filesOpenCostInBytes()
     slots = spark._jsparkSession.leafNodeDefaultParallelism()
     total = sum(sizes) + open_cost * len(sizes)
