@@ -244,7 +244,7 @@ def _read(
     if base is not None:
         reader = reader.option("basePath", base)
     try:
-        return _even_tasks(spark, reader.parquet(*paths), files.column("size").to_pylist())
+        return _even_tasks(spark, reader.parquet(*paths), files.column("size"))
     except Exception as e:  # AnalysisException [PATH_NOT_FOUND] names the file
         if "PATH_NOT_FOUND" in str(e) or "does not exist" in str(e):
             raise DeltaFileNotFoundError(
@@ -255,8 +255,8 @@ def _read(
         raise
 
 
-def _even_tasks(spark: SparkSession, df: DataFrame, sizes: list[int]) -> DataFrame:
-    """``df`` (a plain scan of files of ``sizes`` bytes) with its files packed into a whole
+def _even_tasks(spark: SparkSession, df: DataFrame, file_sizes: pa.ChunkedArray) -> DataFrame:
+    """``df`` (a plain scan of files of ``file_sizes`` bytes) with its files packed into a whole
     number of waves of the cluster's task slots.
 
     Spark packs files into tasks of at most ``spark.sql.files.maxPartitionBytes``: 307 MB
@@ -267,15 +267,18 @@ def _even_tasks(spark: SparkSession, df: DataFrame, sizes: list[int]) -> DataFra
     JVM helper and at most ``_MAX_SIMULATED_FILES`` files, and stays out of the way when
     ``spark.sql.files.minPartitionNum`` is set; else Spark's packing stays.
     """
+    if len(file_sizes) > _MAX_SIMULATED_FILES:
+        return df
     conf = spark._jsparkSession.sessionState().conf()
     if conf.filesMinPartitionNum().isDefined():
         return df  # the user chose how many tasks Spark aims for
     limit, open_cost = conf.filesMaxPartitionBytes(), conf.filesOpenCostInBytes()
     slots = spark._jsparkSession.leafNodeDefaultParallelism()
-    total = sum(sizes) + open_cost * len(sizes)
-    if total <= limit * slots or len(sizes) > _MAX_SIMULATED_FILES:
+    total = (pc.sum(file_sizes).as_py() or 0) + open_cost * len(file_sizes)
+    if total <= limit * slots:
         return df  # one wave: Spark already spreads the bytes over the slots
     tasks = -(-total // (limit * slots)) * slots
+    sizes = file_sizes.to_pylist()
     if _packing(sizes, limit, open_cost, slots)[0] % slots == 0:
         return df
     scans = helper_class(spark, "deltapyspark.FileScans")
