@@ -181,7 +181,8 @@ def write_commit(
 @st.composite
 def commit_actions(draw: st.DrawFn, model: Model) -> tuple[list[tuple[str, dict]], list[str]]:
     """One protocol-valid commit: per path at most one add and one remove, never the same
-    (path, DV) added and removed, at most one metaData/protocol/txn-per-app/domain."""
+    (path, DV) added and removed, no add of a path live with another DV (unless this commit
+    removes that one), at most one metaData/protocol/txn-per-app/domain."""
     actions: list[tuple[str, dict[str, Any]]] = []
     added_paths: set[str] = set()
     removed_paths: set[str] = set()
@@ -200,6 +201,8 @@ def commit_actions(draw: st.DrawFn, model: Model) -> tuple[list[tuple[str, dict]
             path, dv = draw(st.sampled_from(PATHS)), draw(st.sampled_from(DVS))
             k = spec_key(path, dv)
             if path in added_paths or k in removed:
+                continue
+            if any(key[0] == path and key != k and key not in removed for key in live):
                 continue
             body: dict[str, Any] = {
                 "path": path,

@@ -75,10 +75,57 @@ CDC_SCHEMA = pa.schema(
 )
 
 
+_INT64_MAX = (1 << 63) - 1
+_INT64_MIN = -(1 << 63)
+
+
 def _require(d: Mapping[str, Any], key: str, action: str) -> Any:
     if key not in d or d[key] is None:
-        raise CorruptLogError(f"{action} action is missing required field {key!r}: {d}")
+        raise CorruptLogError(f"{action} action is missing required field {key!r}")
     return d[key]
+
+
+def _string(d: Mapping[str, Any], key: str, action: str, required: bool = False) -> str | None:
+    """Field ``key`` as a string (None when absent and optional); anything else is corrupt."""
+    value = _require(d, key, action) if required else d.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    raise CorruptLogError(f"{action}.{key} must be a string, not {type(value).__name__}")
+
+
+def _long(
+    d: Mapping[str, Any], key: str, action: str, required: bool = False, minimum: int = 0
+) -> int | None:
+    """Field ``key`` as an integer in ``[minimum, 2^63)`` (a JSON long), or None if optional."""
+    value = _require(d, key, action) if required else d.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise CorruptLogError(f"{action}.{key} must be an integer, not {type(value).__name__}")
+    if not minimum <= value <= _INT64_MAX:
+        raise CorruptLogError(f"{action}.{key} = {value} is out of range")
+    return value
+
+
+def _string_map(d: Mapping[str, Any], key: str, action: str) -> dict[str, str]:
+    """Field ``key`` as a map of strings (empty when absent)."""
+    value = d.get(key)
+    if not value:  # absent, or an empty map (read back from Parquet as an empty list)
+        return {}
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise CorruptLogError(f"{action}.{key} must be a map of strings")
+    return dict(value)
+
+
+def _string_list(d: Mapping[str, Any], key: str, action: str) -> list[str] | None:
+    value = d.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise CorruptLogError(f"{action}.{key} must be a list of strings")
+    return value
 
 
 @dataclass(frozen=True)
@@ -92,10 +139,14 @@ class Protocol:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Protocol:
-        rf, wf = d.get("readerFeatures"), d.get("writerFeatures")
+        rf = _string_list(d, "readerFeatures", "protocol")
+        wf = _string_list(d, "writerFeatures", "protocol")
+        reader = _long(d, "minReaderVersion", "protocol", required=True, minimum=1)
+        writer = _long(d, "minWriterVersion", "protocol", required=True, minimum=1)
+        assert reader is not None and writer is not None
         return cls(
-            int(_require(d, "minReaderVersion", "protocol")),
-            int(_require(d, "minWriterVersion", "protocol")),
+            reader,
+            writer,
             frozenset(rf) if rf is not None else None,
             frozenset(wf) if wf is not None else None,
         )
@@ -149,18 +200,20 @@ class Metadata:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Metadata:
         fmt = d.get("format") or {}
+        if not isinstance(fmt, Mapping):
+            raise CorruptLogError("metaData.format must be an object")
         return cls(
-            id=str(_require(d, "id", "metaData")),
+            id=str(_string(d, "id", "metaData", required=True)),
             # Validated when the snapshot's final metadata is known: some writers emit
             # a schemaless metaData first and the real one in a later commit.
-            schema_string=str(d.get("schemaString") or ""),
-            partition_columns=tuple(d.get("partitionColumns") or ()),
-            configuration={k: v for k, v in (d.get("configuration") or {}).items()},
-            name=d.get("name"),
-            description=d.get("description"),
-            format_provider=fmt.get("provider", "parquet"),
-            format_options=dict(fmt.get("options") or {}),
-            created_time=d.get("createdTime"),
+            schema_string=_string(d, "schemaString", "metaData") or "",
+            partition_columns=tuple(_string_list(d, "partitionColumns", "metaData") or ()),
+            configuration=_string_map(d, "configuration", "metaData"),
+            name=_string(d, "name", "metaData"),
+            description=_string(d, "description", "metaData"),
+            format_provider=_string(fmt, "provider", "metaData.format") or "parquet",
+            format_options=_string_map(fmt, "options", "metaData.format"),
+            created_time=_long(d, "createdTime", "metaData", minimum=_INT64_MIN),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -193,10 +246,12 @@ class SetTransaction:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> SetTransaction:
+        version = _long(d, "version", "txn", required=True, minimum=_INT64_MIN)
+        assert version is not None
         return cls(
-            str(_require(d, "appId", "txn")),
-            int(_require(d, "version", "txn")),
-            d.get("lastUpdated"),
+            str(_string(d, "appId", "txn", required=True)),
+            version,
+            _long(d, "lastUpdated", "txn", minimum=_INT64_MIN),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -216,10 +271,13 @@ class DomainMetadata:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> DomainMetadata:
+        removed = d.get("removed", False)
+        if not isinstance(removed, bool):
+            raise CorruptLogError("domainMetadata.removed must be a boolean")
         return cls(
-            str(_require(d, "domain", "domainMetadata")),
-            str(d.get("configuration") or ""),
-            bool(d.get("removed", False)),
+            str(_string(d, "domain", "domainMetadata", required=True)),
+            _string(d, "configuration", "domainMetadata") or "",
+            removed,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -238,10 +296,10 @@ class Sidecar:
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Sidecar:
         return cls(
-            str(_require(d, "path", "sidecar")),
-            int(d.get("sizeInBytes") or 0),
-            int(d.get("modificationTime") or 0),
-            d.get("tags"),
+            str(_string(d, "path", "sidecar", required=True)),
+            _long(d, "sizeInBytes", "sidecar") or 0,
+            _long(d, "modificationTime", "sidecar", minimum=_INT64_MIN) or 0,
+            _string_map(d, "tags", "sidecar") if d.get("tags") is not None else None,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -253,6 +311,38 @@ class Sidecar:
         if self.tags is not None:
             d["tags"] = dict(self.tags)
         return d
+
+
+def _nullable_string_map(d: Mapping[str, Any], key: str, action: str) -> None:
+    value = d.get(key)
+    if value is None:
+        return
+    if not isinstance(value, Mapping) or not all(
+        isinstance(k, str) and (v is None or isinstance(v, str)) for k, v in value.items()
+    ):
+        raise CorruptLogError(f"{action}.{key} must be a map of strings")
+
+
+def check_file_action(kind: str, body: Mapping[str, Any]) -> None:
+    """Raise ``CorruptLogError`` naming the field if an ``add``/``remove``/``cdc`` action's
+    fields have the wrong JSON type or range (what the Arrow layout alone cannot tell
+    apart, e.g. a size past 2^63 or a boolean given as a string)."""
+    if not isinstance(body.get("path"), str):
+        raise CorruptLogError(f"{kind} action without a path")
+    # ranges beyond a long's are for the state (``log_validation``), as for both parsers
+    for key in ("size", "modificationTime", "deletionTimestamp"):
+        _long(body, key, kind, minimum=_INT64_MIN)
+    for key in ("baseRowId", "defaultRowCommitVersion"):
+        _long(body, key, kind, minimum=_INT64_MIN)
+    for key in ("dataChange", "extendedFileMetadata"):
+        if body.get(key) is not None and not isinstance(body[key], bool):
+            raise CorruptLogError(f"{kind}.{key} must be a boolean")
+    for key in ("partitionValues", "tags"):
+        _nullable_string_map(body, key, kind)
+    _string(body, "stats", kind)
+    dv = body.get("deletionVector")
+    if dv is not None and not isinstance(dv, Mapping):
+        raise CorruptLogError(f"{kind}.deletionVector must be an object")
 
 
 def commit_timestamp(commit_info: Mapping[str, Any] | None) -> int | None:
@@ -276,7 +366,7 @@ def file_actions_to_arrow(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.T
         cleaned.append(out)
     try:
         return pa.Table.from_pylist(cleaned, schema=schema)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError) as e:
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError) as e:
         raise CorruptLogError(f"malformed file action: {e}") from e
 
 

@@ -3,6 +3,7 @@ them incrementally, and reads history. Storage is reached only via ``LogStore``.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +26,7 @@ from delta_pyspark.core.log_segment import (
     log_dir_of,
 )
 from delta_pyspark.core.log_store import LogStore, log_store_for
+from delta_pyspark.core.log_validation import validate_state
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.table_features import check_readable
 from delta_pyspark.exceptions import (
@@ -151,10 +153,25 @@ class DeltaLog:
                 "schemaString"
             )
         check_readable(state.protocol, self.table_root)
+        snapshot = Snapshot(self.table_root, state, segment, self._timestamp_of(state, segment))
+        validate_state(state, snapshot.schema, lambda path: self._locate(segment, path))
         crc = checksum.read_checksum(self.store, self.log_dir, state.version)
         if crc is not None:
             checksum.validate(state, crc, f"{self.log_dir}/{state.version:020d}.crc")
-        return Snapshot(self.table_root, state, segment, self._timestamp_of(state, segment))
+        return snapshot
+
+    def _locate(self, segment: LogSegment, data_file: str | None) -> str:
+        """The log file that last names ``data_file`` (read only to word an error)."""
+        where = f"{self.table_root} at version {segment.version}"
+        if data_file is None:
+            return where
+        needle = json.dumps(data_file).encode()
+        for _, _, status in reversed(segment.deltas):
+            if needle in self.store.read(status.path):
+                return f"{where}, {status.path}"
+        if segment.checkpoint is not None:
+            return f"{where}, checkpoint {segment.checkpoint.files[0].path}"
+        return where
 
     def _timestamp_of(self, state: TableState, segment: LogSegment) -> int:
         assert state.metadata is not None

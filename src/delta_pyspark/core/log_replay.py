@@ -28,6 +28,7 @@ from delta_pyspark.core.actions import (
     Metadata,
     Protocol,
     SetTransaction,
+    check_file_action,
     file_actions_to_arrow,
 )
 from delta_pyspark.exceptions import CorruptLogError
@@ -40,16 +41,16 @@ KEY_COLUMN = "_key"
 # loading therefore builds its Arrow data from buffers, Parquet or JSON only.
 
 
-def _utf8_scalar(value: str) -> pa.StringScalar:
+def utf8_scalar(value: str) -> pa.StringScalar:
     """A string scalar built from buffers (see above)."""
     data = value.encode()
     offsets = pa.py_buffer(struct.pack("<ii", 0, len(data)))
     return pa.Array.from_buffers(pa.string(), 1, [None, offsets, pa.py_buffer(data)])[0]
 
 
-_EMPTY = _utf8_scalar("")
-_NUL = _utf8_scalar("\x00")
-_AT = _utf8_scalar("@")
+_EMPTY = utf8_scalar("")
+_NUL = utf8_scalar("\x00")
+_AT = utf8_scalar("@")
 
 
 def combined(column: pa.Array | pa.ChunkedArray) -> pa.Array:
@@ -74,7 +75,7 @@ def _int64_array(values: Sequence[int]) -> pa.Array:
     return pa.Array.from_buffers(pa.int64(), len(values), [None, pa.py_buffer(array("q", values))])
 
 
-def _int64_scalar(value: int) -> pa.Int64Scalar:
+def int64_scalar(value: int) -> pa.Int64Scalar:
     return _int64_array([value])[0]
 
 
@@ -125,6 +126,7 @@ def parse_compaction(data: bytes, source: str) -> CommitActions:
     them this changes nothing; some writers instead concatenate the commits newest
     first, which first-wins also reads correctly.
     """
+    _check_not_empty(data, source)
     out = CommitActions()
     files: set[str] = set()
     apps: set[str] = set()
@@ -148,10 +150,18 @@ def parse_compaction(data: bytes, source: str) -> CommitActions:
 
 def parse_actions(data: bytes, source: str) -> CommitActions:
     """Parse newline-delimited JSON actions; unknown action types are ignored (spec)."""
+    _check_not_empty(data, source)
     out = CommitActions()
     for lineno, line in enumerate(data.splitlines(), 1):
         _parse_line(out, line, source, lineno)
     return out
+
+
+def _check_not_empty(data: bytes, source: str) -> None:
+    """A commit (or JSON checkpoint) holds at least one action: an empty file is damage
+    (e.g. a crashed copy), never an empty commit, or replay would skip its changes."""
+    if not data.strip():
+        raise CorruptLogError(f"{source}: the log file is empty (it must hold actions)")
 
 
 def _parse_line(out: CommitActions, line: bytes, source: str, lineno: int) -> None:
@@ -161,6 +171,8 @@ def _parse_line(out: CommitActions, line: bytes, source: str, lineno: int) -> No
         obj = json.loads(line)
     except ValueError as e:
         raise CorruptLogError(f"{source}:{lineno}: not valid JSON ({e})") from e
+    except RecursionError:
+        raise CorruptLogError(f"{source}:{lineno}: JSON nested too deeply to read") from None
     if not isinstance(obj, dict):
         raise CorruptLogError(f"{source}:{lineno}: an action must be a JSON object")
     for kind, body in obj.items():
@@ -201,8 +213,11 @@ def _apply_action(out: CommitActions, kind: str, body: Any, source: str, lineno:
         raise CorruptLogError(f"{source}:{lineno}: {e}") from None
     except (ValueError, TypeError) as e:
         raise CorruptLogError(f"{source}:{lineno}: malformed {kind} action ({e})") from e
-    if kind in ("add", "remove") and not isinstance(body.get("path"), str):
-        raise CorruptLogError(f"{source}:{lineno}: {kind} action without a path")
+    if kind in ("add", "remove", "cdc"):
+        try:
+            check_file_action(kind, body)
+        except CorruptLogError as e:
+            raise CorruptLogError(f"{source}:{lineno}: {e}") from None
 
 
 def canonical_path(path: str) -> str:
@@ -472,7 +487,15 @@ def parse_commits(
     """
     try:
         return _parse_columnar(read())
-    except (_NotColumnar, CorruptLogError, pa.ArrowException, ValueError, TypeError, OverflowError):
+    except (
+        _NotColumnar,
+        CorruptLogError,
+        pa.ArrowException,
+        ValueError,
+        TypeError,
+        OverflowError,
+        RecursionError,
+    ):
         return [parse_actions(data, source) for data, source in read()]
 
 
@@ -521,6 +544,7 @@ def _parse_columnar(items: Iterable[tuple[bytes, str]]) -> CommitBatch:
         kind: {name: {} for name in _MAP_FIELDS} for _, kind, _ in _FILE_LINES
     }
     for index, (data, source) in enumerate(items):
+        _check_not_empty(data, source)
         out = CommitActions()
         split = data.splitlines()
         for prefix, kind, _ in _FILE_LINES:
@@ -732,7 +756,7 @@ def _in_key_order(lines: _Lines, keys: list[str]) -> pa.Array:
     if any("/" in k for k in keys):
         return _all_false(len(lines.starts))
     text = lines.as_array()
-    zero, one = _int64_scalar(0), _int64_scalar(1)
+    zero, one = int64_scalar(0), int64_scalar(1)
     ok = pc.equal(pc.count_substring(text, "\\u"), zero)
     previous = None
     for key in keys:

@@ -32,6 +32,7 @@ _MULTIPART = re.compile(r"^(\d{20})\.checkpoint\.(\d{10})\.(\d{10})\.parquet$")
 _UUID = re.compile(r"^(\d{20})\.checkpoint\.([0-9a-fA-F-]{36})\.(json|parquet)$")
 COMPACTION_PATTERN = re.compile(r"^(\d{20})\.(\d{20})\.compacted\.json$")
 _CHECKSUM = re.compile(r"^(\d{20})\.crc$")
+_MAX_VERSION = (1 << 63) - 1
 
 
 def log_dir_of(table_root: str) -> str:
@@ -122,10 +123,17 @@ def read_last_checkpoint(store: LogStore, log_dir: str) -> dict | None:
         raw = store.read(f"{log_dir}/{LAST_CHECKPOINT}")
     except FileNotFoundError:
         return None
+    except OSError as e:  # e.g. a directory of that name: the hint is unusable, not needed
+        log.warning("ignoring unreadable %s/%s: %s", log_dir, LAST_CHECKPOINT, e)
+        return None
     try:
         hint = json.loads(raw)
-        int(hint["version"])
-    except (ValueError, KeyError, TypeError) as e:
+        version = hint["version"]
+        if isinstance(version, bool) or not isinstance(version, int):
+            raise TypeError(f"version is {version!r}")
+        if not 0 <= version <= _MAX_VERSION:
+            raise ValueError(f"version {version} is out of range")
+    except (ValueError, KeyError, TypeError, RecursionError) as e:
         log.warning("ignoring corrupt %s/%s: %s", log_dir, LAST_CHECKPOINT, e)
         return None
     return hint
@@ -139,12 +147,20 @@ class _Listing:
     any_file: bool = False
 
 
+def _check_version(name: str, log_dir: str) -> None:
+    """Versions are Java longs: a file named beyond 2^63 - 1 is not a log file we can trust."""
+    if int(name[:20]) > _MAX_VERSION:
+        raise CorruptLogError(f"{log_dir}/{name}: version {name[:20]} is beyond 2^63 - 1")
+
+
 def scan_log(store: LogStore, log_dir: str, start_version: int) -> _Listing:
     listing = _Listing()
     multipart: dict[tuple[int, int], dict[int, FileStatus]] = {}
     for status in store.list_from(log_dir, f"{start_version:020d}"):
         name = status.name
         listing.any_file = True
+        if name[:20].isdigit():
+            _check_version(name, log_dir)
         if m := _COMMIT.match(name):
             listing.commits[int(m.group(1))] = status
         elif m := _CLASSIC.match(name):
@@ -238,16 +254,16 @@ def _segment_from(
     usable = [v for v in checkpoint_versions if v <= target]
     checkpoint = _preferred(listing.checkpoints[usable[-1]]) if usable else None
     first = checkpoint.version + 1 if checkpoint else 0
-    commits = tuple(listing.commits[v] for v in commit_versions if first <= v <= target)
-    expected = list(range(first, target + 1))
-    got = [int(c.name[:20]) for c in commits]
-    if got != expected:
+    got = [v for v in commit_versions if first <= v <= target]
+    commits = tuple(listing.commits[v] for v in got)
+    # ``got`` is sorted, duplicate-free and within ``first..target``: it is contiguous iff
+    # it has that many versions (no range is built, so a stray huge version stays cheap)
+    if len(got) != target - first + 1:
         if checkpoint is None and (not got or got[0] != 0):
             return None
-        missing = sorted(set(expected) - set(got))
         raise CorruptLogError(
-            f"{log_dir}: versions are not contiguous; missing commit(s) {missing[:10]} "
-            f"between {first} and {target}"
+            f"{log_dir}: versions are not contiguous; missing commit(s) "
+            f"{_missing(got, first, target)} between {first} and {target}"
         )
     if checkpoint is None and target < 0:
         return None
@@ -265,6 +281,18 @@ def _segment_from(
             deltas.append((v, v, listing.commits[v]))
             v += 1
     return LogSegment(log_dir, target, checkpoint, commits, tuple(deltas))
+
+
+def _missing(got: list[int], first: int, last: int, most: int = 10) -> list[int]:
+    """Up to ``most`` versions in ``first..last`` absent from the sorted ``got``."""
+    out: list[int] = []
+    expected = first
+    for v in [*got, last + 1]:
+        while expected < v and len(out) < most:
+            out.append(expected)
+            expected += 1
+        expected = v + 1
+    return out
 
 
 def list_commits(store: LogStore, table_root: str, start: int = 0) -> list[tuple[int, FileStatus]]:

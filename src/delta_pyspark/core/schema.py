@@ -328,9 +328,14 @@ def parse_schema_string(s: str) -> StructType:
         obj = json.loads(s)
     except (TypeError, ValueError) as e:
         raise CorruptLogError(f"schemaString is not valid JSON: {e}") from None
+    except RecursionError:
+        raise CorruptLogError("schemaString is nested too deeply to read") from None
     if not isinstance(obj, Mapping) or obj.get("type") != "struct":
         raise CorruptLogError(f"schemaString must be a struct type, got {str(s)[:200]!r}")
-    return StructType.from_json(obj)
+    try:
+        return StructType.from_json(obj)
+    except RecursionError:
+        raise CorruptLogError("schemaString is nested too deeply to read") from None
 
 
 def schema_to_string(schema: StructType) -> str:

@@ -1,0 +1,140 @@
+"""What a reconciled table state must satisfy before anything reads it.
+
+Parsing checks each action's JSON types (``actions``, ``log_replay``); this module
+checks the state those actions add up to, column-wise over the file list, so a damaged
+or hostile log is reported as ``CorruptLogError`` instead of becoming wrong rows, a
+read outside the table, or a destructive guess (VACUUM deleting a file an add names):
+
+- every ``add``/``remove`` path is a usable file reference: not empty, and a relative
+  path stays inside the table root (absolute paths and URIs are the protocol's to allow);
+- every ``add`` has a size in ``[0, 2^63)``;
+- every partition column is a schema column, and every ``add`` gives each of them a
+  value (possibly null; keyed by physical name under column mapping): a missing key
+  would otherwise read as null silently;
+- no data file is live twice (two adds of one path with different deletion vectors).
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Callable
+from urllib.parse import unquote
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from delta_pyspark.core.column_mapping import column_mapping_mode, physical_name
+from delta_pyspark.core.log_replay import TableState, canonical_path, int64_scalar, utf8_scalar
+from delta_pyspark.core.schema import StructType
+from delta_pyspark.exceptions import CorruptLogError
+
+# Relative paths that may not name a file inside the table: empty, or with a "." or ".."
+# segment, or an escaped "." or "/" (which decodes into one). Only rows this matches are
+# decoded and normalised one by one.
+_SUSPECT_PATH = r"^$|(^|/)\.\.?(/|$)|%2[eEfF]"
+_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
+
+
+def relative_path_problem(path: str) -> str | None:
+    """Why log path ``path`` cannot name a file inside the table, or None if it can.
+
+    Absolute paths (``/...`` or with a scheme) are allowed by the protocol and not judged
+    here; a relative one must decode and normalise to a path below the table root.
+    """
+    if path.startswith("/") or _SCHEME.match(path):
+        return None
+    decoded = unquote(path)
+    if not decoded:
+        return "is empty"
+    normal = posixpath.normpath(decoded)
+    if normal in (".", "..") or normal.startswith("../"):
+        return "does not name a file inside the table"
+    return None
+
+
+# Names the log file (and version) an action on a data file came from; None: the state.
+Locate = Callable[[str | None], str]
+
+
+def validate_state(state: TableState, schema: StructType, where: Locate) -> None:
+    """Raise ``CorruptLogError`` (naming the log file, the field and the data file) if
+    ``state`` breaks one of the rules in this module's docstring."""
+    assert state.metadata is not None
+    parts = list(state.metadata.partition_columns)
+    unknown = [c for c in parts if c not in schema.field_names]
+    if unknown:
+        raise CorruptLogError(
+            f"{where(None)}: metaData.partitionColumns names {unknown}, which the schema lacks"
+        )
+    for table, kind in ((state.files, "add"), (state.tombstones, "remove")):
+        _check_paths(table, kind, where)
+    files = state.files
+    if files.num_rows == 0:
+        return
+    _check_sizes(files, where)
+    mode = column_mapping_mode(state.metadata.configuration)
+    physical = [physical_name(schema.field(c), mode) for c in parts]
+    _check_partition_values(files, physical, where)
+    _check_unique_paths(files, where)
+
+
+def _first(table: pa.Table, mask: pa.ChunkedArray | pa.Array) -> str | None:
+    """The path of the first row of ``table`` where ``mask`` is true or null, if any."""
+    hits = table.column("path").filter(pc.or_kleene(mask, pc.is_null(mask)))
+    return hits[0].as_py() if len(hits) else None
+
+
+def _check_paths(table: pa.Table, kind: str, where: str) -> None:
+    paths = table.column("path")
+    if paths.null_count:
+        raise CorruptLogError(f"{where(None)}: an {kind} action has no path")
+    suspects = paths.filter(pc.match_substring_regex(paths, _SUSPECT_PATH))
+    for path in suspects.to_pylist():
+        problem = relative_path_problem(path)
+        if problem is not None:
+            raise CorruptLogError(f"{where(path)}: {kind}.path {path!r} {problem}")
+
+
+def _check_sizes(files: pa.Table, where: str) -> None:
+    bad = _first(files, pc.less(files.column("size"), int64_scalar(0)))  # a null size counts as bad
+    if bad is not None:
+        raise CorruptLogError(f"{where(bad)}: add {bad!r} has a missing or negative size")
+
+
+_ENTRIES = pa.list_(pa.struct([("key", pa.string()), ("value", pa.string())]))
+
+
+def _check_partition_values(files: pa.Table, parts: list[str], where: str) -> None:
+    if not parts:
+        return
+    entries = files.column("partitionValues").cast(_ENTRIES)
+    keys = pc.struct_field(pc.list_flatten(entries), "key")
+    owners = pc.list_parent_indices(entries)
+    for column in parts:
+        rows = pc.unique(owners.filter(pc.equal(keys, utf8_scalar(column))))
+        if len(rows) != files.num_rows:
+            everyone = pa.chunked_array([pa.array(range(files.num_rows), pa.int64())])
+            missing = pc.invert(pc.is_in(everyone, value_set=rows))
+            path = _first(files, missing)
+            raise CorruptLogError(
+                f"{where(path)}: add {path!r} has no partition value for partition column "
+                f"{column!r}"
+            )
+
+
+def _check_unique_paths(files: pa.Table, where: str) -> None:
+    if files.column("deletionVector").null_count == files.num_rows:
+        return  # without vectors the reconciliation key is the path: already unique
+    paths = files.column("path")
+    if pc.any(pc.starts_with(paths, "file:")).as_py():
+        paths = pa.chunked_array([pa.array([canonical_path(p) for p in paths.to_pylist()])])
+    if pc.count_distinct(paths).as_py() == files.num_rows:
+        return
+    counts = pc.value_counts(paths)
+    twice = counts.filter(pc.greater(counts.field("counts"), int64_scalar(1)))[0]
+    path = twice["values"].as_py()
+    raise CorruptLogError(
+        f"{where(path)}: data file {path!r} is live twice (added with two different deletion "
+        "vectors and never removed once)"
+    )
