@@ -165,7 +165,7 @@ def _open_parquet(store: LogStore, path: str) -> pq.ParquetFile:
         return pq.ParquetFile(pa.BufferReader(store.read(path)))
     except FileNotFoundError:
         raise
-    except (pa.ArrowInvalid, OSError) as e:
+    except (pa.ArrowException, OSError) as e:
         raise CorruptLogError(f"cannot read checkpoint file {path}: {e}") from e
 
 
@@ -181,7 +181,7 @@ def _read_columns(parquet: pq.ParquetFile, path: str, columns: list[str] | None)
         if not batches:
             return parquet.read(columns=columns)
         return pa.Table.from_batches(batches)
-    except (pa.ArrowInvalid, OSError) as e:
+    except (pa.ArrowException, OSError) as e:
         raise CorruptLogError(f"cannot read checkpoint file {path}: {e}") from e
 
 
@@ -494,5 +494,20 @@ def referenced_sidecars(store: LogStore, log_dir: str) -> set[str]:
     return names
 
 
+# What decoding damaged checkpoint bytes can raise past Parquet's own checks (a flipped
+# byte may leave a valid file whose strings are not UTF-8, or whose values overflow).
+_DECODING_ERRORS = (pa.ArrowException, ValueError, TypeError, KeyError, OverflowError)
+
+
 def load_state(store: LogStore, checkpoint: Checkpoint | None, log_dir: str) -> TableState:
-    return read_checkpoint(store, checkpoint, log_dir) if checkpoint else empty_state()
+    if checkpoint is None:
+        return empty_state()
+    try:
+        return read_checkpoint(store, checkpoint, log_dir)
+    except CorruptLogError:
+        raise
+    except _DECODING_ERRORS as e:
+        raise CorruptLogError(
+            f"cannot read the checkpoint at version {checkpoint.version} "
+            f"({checkpoint.files[0].path}): {type(e).__name__}: {e}"
+        ) from e

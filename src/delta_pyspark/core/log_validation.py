@@ -99,7 +99,7 @@ def _check_paths(table: pa.Table, kind: str, where: str) -> None:
 def _check_sizes(files: pa.Table, where: str) -> None:
     bad = _first(files, pc.less(files.column("size"), int64_scalar(0)))  # a null size counts as bad
     if bad is not None:
-        raise CorruptLogError(f"{where(bad)}: add {bad!r} has a missing or negative size")
+        raise CorruptLogError(f"{where(bad)}: add.size of {bad!r} is missing or negative")
 
 
 _ENTRIES = pa.list_(pa.struct([("key", pa.string()), ("value", pa.string())]))

@@ -200,18 +200,25 @@ class Transaction:
 
     # ------------------------------------------------------------ commit
 
+    def check_data_removable(self) -> None:
+        """Refuse an operation that removes or changes rows on an append-only table.
+
+        DML and overwrites call this before writing any data file, so a refused operation
+        leaves nothing behind; the commit checks it again against its own removes.
+        """
+        if props.append_only(self.metadata.configuration):
+            raise DeltaAnalysisException(
+                f"table {self.log.table_root} is append-only (delta.appendOnly=true): "
+                "this operation would remove or change existing data"
+            )
+
     def _validate(self) -> None:
         md, protocol = self.metadata, self.protocol
         check_writable(protocol, self.log.table_root, _legacy_features_in_use(md))
         if self.snapshot is None and self._metadata is None:
             raise DeltaAnalysisException("creating a table requires its metadata")
-        if props.append_only(md.configuration) and any(
-            r.get("dataChange", True) for r in self._all_removes
-        ):
-            raise DeltaAnalysisException(
-                f"table {self.log.table_root} is append-only (delta.appendOnly=true): "
-                "this operation would remove or change existing data"
-            )
+        if any(r.get("dataChange", True) for r in self._all_removes):
+            self.check_data_removable()
         # Under column mapping the log keys partition values by physical name.
         mode = column_mapping_mode(md.configuration)
         parts = set(md.partition_columns)

@@ -329,6 +329,8 @@ class MergeCommand:
         cached: list[DataFrame] = []
         try:
             txn = Transaction(self.log, snapshot)
+            if any(c.when != "notMatched" for c in self.clauses):
+                txn.check_data_removable()
             plan = self._plan_for(snapshot, src)
             keys = self._join_keys(snapshot, src, plan)
             summary = self._summarise_source(src, keys, prune=not self.by_source)

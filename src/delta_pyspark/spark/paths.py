@@ -27,6 +27,20 @@ def data_file_path(table_root: str, log_path: str) -> str:
     return f"{table_root.rstrip('/')}/{decoded}"
 
 
+_GLOB_CHARS = re.compile(r"([\\\[\]{}*?])")
+
+
+def glob_literal(local_path: str) -> str:
+    """``local_path`` as a Hadoop glob pattern that matches only that file.
+
+    ``spark.read.parquet(path)`` expands ``*?[]{}`` in a path (a logged file named
+    ``f[12].parquet`` read ``f1.parquet`` and ``f2.parquet`` instead), and Spark 4.0's option
+    to turn globbing off repeats every path of the read once per such path. Escaping the
+    pattern characters keeps Spark's own listing and reads exactly the named file.
+    """
+    return _GLOB_CHARS.sub(r"\\\1", local_path)
+
+
 def spark_file_uri(local_path: str) -> str:
     """The string Spark reports as ``_metadata.file_path`` for a local file."""
     out = []

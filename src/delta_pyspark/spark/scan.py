@@ -40,7 +40,7 @@ from delta_pyspark.core.schema import (
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.exceptions import DeltaError
 from delta_pyspark.spark.jvm_extension import deleted_rows, helper_class
-from delta_pyspark.spark.paths import data_file_path, spark_file_uri
+from delta_pyspark.spark.paths import data_file_path, glob_literal, spark_file_uri
 from delta_pyspark.spark.types import to_spark_type
 
 if TYPE_CHECKING:
@@ -244,7 +244,7 @@ def _read(
     if base is not None:
         reader = reader.option("basePath", base)
     try:
-        return _even_tasks(spark, reader.parquet(*paths), files.column("size"))
+        return _even_tasks(spark, reader.parquet(*map(glob_literal, paths)), files.column("size"))
     except Exception as e:  # AnalysisException [PATH_NOT_FOUND] names the file
         if "PATH_NOT_FOUND" in str(e) or "does not exist" in str(e):
             raise DeltaFileNotFoundError(
