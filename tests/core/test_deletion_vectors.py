@@ -82,7 +82,7 @@ def _log_actions(table: Path):
                     yield f.name, {kind: action}
 
 
-def _shared_descriptors() -> list:
+def _real_descriptors() -> list:
     """One pytest param per distinct DV in the tables of tests/data."""
     params, seen = [], set()
     for name in DV_TABLES:
@@ -290,11 +290,11 @@ def test_descriptor_rejects_malformed(change: dict) -> None:
 
 # --------------------------------------------------------------------------- real tables
 
-SHARED = _shared_descriptors()
+REAL_DVS = _real_descriptors()
 
 
-@pytest.mark.parametrize(("table", "desc", "num_records"), SHARED)
-def test_shared_dv_decodes_and_reencodes_byte_exact(
+@pytest.mark.parametrize(("table", "desc", "num_records"), REAL_DVS)
+def test_real_dv_decodes_and_reencodes_byte_exact(
     table: Path, desc: DeletionVectorDescriptor, num_records: int | None, tmp_path: Path
 ) -> None:
     bitmap = read_deletion_vector(desc, str(table), STORE)
