@@ -9,7 +9,7 @@ CLI never load pyspark).
 
 from typing import Any
 
-__version__ = "0.1.0"
+from delta_pyspark._version import __version__ as __version__
 
 
 def configure_spark_with_delta(builder: Any) -> Any:

@@ -10,10 +10,9 @@ from typing import Any
 
 import pytest
 
+from data_paths import GOLDEN, TESTDATA
 from delta_pyspark.cli import main
 
-TESTDATA = Path(__file__).resolve().parents[2].parent / "shared" / "testdata"
-GOLDEN = TESTDATA / "golden"
 DESCRIBE_KEYS = {
     "version",
     "numFiles",

@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 from test_vacuum import DAY, add_dv, age_all, commit, make_table, remove, write_file
 
+from data_paths import TESTDATA
 from delta_pyspark.core import clone as clone_module
 from delta_pyspark.core.clone import clone_table, file_uri
 from delta_pyspark.core.deletion_vectors import DeletionVectorDescriptor, deleted_row_indexes
@@ -30,12 +31,11 @@ from delta_pyspark.core.vacuum import (
 )
 from delta_pyspark.exceptions import DeltaAnalysisException, ProtocolChangedException
 
-TESTDATA = Path(os.environ.get("DELTA_TESTDATA", "/work/shared/testdata"))
 STORE = LocalLogStore()
 
 
 def copy_table(src: Path, dst: Path) -> Path:
-    """A writable copy of a read-only shared table."""
+    """A writable copy of a read-only test table."""
     shutil.copytree(src, dst, copy_function=shutil.copyfile)
     for d, _, _ in os.walk(dst):
         os.chmod(d, 0o755)

@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from data_paths import TESTDATA
 from delta_pyspark.core.column_mapping import (
     assign_column_mapping,
     column_mapping_mode,
@@ -32,7 +33,6 @@ from delta_pyspark.core.schema import (
 )
 from delta_pyspark.exceptions import CorruptLogError, UnsupportedTableFeatureError
 
-TESTDATA = Path(__file__).resolve().parents[2].parent / "shared" / "testdata"
 ID_TABLE = TESTDATA / "golden/table-with-columnmapping-mode-id/delta"
 NAME_TABLE = TESTDATA / "delta-rs/table_with_column_mapping"
 PHYSICAL = re.compile(r"col-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
@@ -47,8 +47,7 @@ def _log(table: Path) -> tuple[dict, list[dict]]:
             meta = action.get("metaData", meta)
             if "add" in action:
                 adds.append(action["add"])
-    if meta is None:
-        pytest.skip(f"no test table at {table}")
+    assert meta is not None, f"no metaData in {table}"
     return meta, adds
 
 

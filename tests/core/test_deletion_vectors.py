@@ -1,6 +1,6 @@
 """Deletion vectors, checked against tables written by delta-spark, delta-rs and the kernels.
 
-The shared tables give real descriptors, real DV files and (for the golden tables) the
+The tables in tests/data give real descriptors, real DV files and (for the golden tables) the
 rows the reference reader returned; ``_reference_bitmap_bytes`` is an independent model
 of delta-spark's writer (RoaringFormatSpec + Java ``runOptimize`` + dense buckets) that
 the real bytes confirm and the hypothesis tests compare against.
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import re
 import struct
 import tempfile
@@ -28,6 +27,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from pyroaring import BitMap, BitMap64, FrozenBitMap64
 
+from data_paths import TESTDATA
 from delta_pyspark.core.deletion_vectors import (
     MAX_ROW_INDEX,
     PORTABLE_MAGIC,
@@ -49,7 +49,6 @@ from delta_pyspark.exceptions import (
     FileAlreadyExistsError,
 )
 
-TESTDATA = Path(os.environ.get("DELTA_TESTDATA", "/work/shared/testdata"))
 DV_TABLES = [
     "golden/dv-with-columnmapping/delta",
     "golden/log-replay-dv-key-cases/delta",
@@ -83,13 +82,11 @@ def _log_actions(table: Path):
                     yield f.name, {kind: action}
 
 
-def _shared_descriptors() -> list:
-    """One pytest param per distinct DV in the shared tables."""
+def _real_descriptors() -> list:
+    """One pytest param per distinct DV in the tables of tests/data."""
     params, seen = [], set()
     for name in DV_TABLES:
         table = TESTDATA / name
-        if not table.is_dir():
-            continue
         for log_name, action in _log_actions(table):
             for kind in ("add", "remove"):
                 dv = (action.get(kind) or {}).get("deletionVector")
@@ -293,11 +290,11 @@ def test_descriptor_rejects_malformed(change: dict) -> None:
 
 # --------------------------------------------------------------------------- real tables
 
-SHARED = _shared_descriptors()
+REAL_DVS = _real_descriptors()
 
 
-@pytest.mark.parametrize(("table", "desc", "num_records"), SHARED)
-def test_shared_dv_decodes_and_reencodes_byte_exact(
+@pytest.mark.parametrize(("table", "desc", "num_records"), REAL_DVS)
+def test_real_dv_decodes_and_reencodes_byte_exact(
     table: Path, desc: DeletionVectorDescriptor, num_records: int | None, tmp_path: Path
 ) -> None:
     bitmap = read_deletion_vector(desc, str(table), STORE)
@@ -368,8 +365,6 @@ def _surviving_rows(table: Path) -> list[tuple]:
 
 @pytest.mark.parametrize("name", ["golden/dv-with-columnmapping", "golden/log-replay-dv-key-cases"])
 def test_rows_left_match_reference_reader(name: str) -> None:
-    if not (TESTDATA / name).is_dir():
-        pytest.skip(f"{TESTDATA / name} not available")
     expected = []
     for f in sorted((TESTDATA / name / "expected").glob("*.parquet")):
         expected += [tuple(r.values()) for r in pq.read_table(f).to_pylist()]
@@ -379,8 +374,6 @@ def test_rows_left_match_reference_reader(name: str) -> None:
 def test_kernel_rs_documented_inline_dvs() -> None:
     """cdf-table-with-dv: delta-kernel-rs's test lists the rows each commit deletes."""
     table = TESTDATA / "kernel/cdf-table-with-dv"
-    if not table.is_dir():
-        pytest.skip(f"{table} not available")
     expected = {1: {0, 9}, 3: {0, 1, 4, 5}, 4: {0, 5}, 5: {3}}
     found = {}
     for log_name, action in _log_actions(table):
@@ -637,8 +630,6 @@ def test_valid_checksum_over_garbage_is_corrupt(tmp_path: Path) -> None:
 
 def test_truncated_real_file(tmp_path: Path) -> None:
     source = TESTDATA / "kernel/table-with-dv-small"
-    if not source.is_dir():
-        pytest.skip(f"{source} not available")
     desc = DeletionVectorDescriptor("u", "vBn[lx{q8@P<9BNH/isA", 1, 36, 2)
     target = Path(desc.absolute_path(str(tmp_path)))
     raw = Path(desc.absolute_path(str(source))).read_bytes()

@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from data_paths import GOLDEN, TESTDATA
 from delta_pyspark.core.checksum import ChecksumMismatchWarning
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.snapshot import Snapshot
@@ -25,15 +26,8 @@ from delta_pyspark.exceptions import (
     UnsupportedTableFeatureError,
 )
 
-TESTDATA = Path(__file__).resolve().parents[2].parent / "shared" / "testdata"
-GOLDEN = TESTDATA / "golden"
-
-pytestmark = pytest.mark.skipif(not TESTDATA.is_dir(), reason="no shared test tables")
-
 
 def _golden(with_expected: bool) -> list[str]:
-    if not GOLDEN.is_dir():
-        return []
     return sorted(
         d.name
         for d in GOLDEN.iterdir()
@@ -45,9 +39,9 @@ def _other_tables() -> list[str]:
     """kernel/ and delta-rs/ tables (some nested one or two levels), relative to TESTDATA."""
     found = []
     for base in ("kernel", "delta-rs"):
-        root = TESTDATA / base
-        if root.is_dir():
-            found += [str(p.parent.relative_to(TESTDATA)) for p in root.rglob("_delta_log")]
+        found += [
+            str(p.parent.relative_to(TESTDATA)) for p in (TESTDATA / base).rglob("_delta_log")
+        ]
     return sorted(found)
 
 

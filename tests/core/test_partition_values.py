@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from data_paths import TESTDATA
 from delta_pyspark.core.partition_values import (
     HIVE_DEFAULT_PARTITION,
     escape_path_name,
@@ -53,7 +54,6 @@ from delta_pyspark.exceptions import (
     DeltaIllegalArgumentException,
 )
 
-TESTDATA = Path(__file__).resolve().parents[2].parent / "shared" / "testdata"
 UTC = dt.UTC
 
 
@@ -391,8 +391,6 @@ REAL_VALUES = _real_partition_values()
 
 
 def test_found_real_partition_values() -> None:
-    if not TESTDATA.is_dir():
-        pytest.skip("no test tables")
     kinds = {getattr(t, "name", "decimal") for *_, t in REAL_VALUES}
     assert {"string", "integer", "long", "double", "date", "timestamp", "timestamp_ntz"} <= kinds
 
@@ -417,8 +415,6 @@ def test_real_partition_values(table: str, column: str, text: str, dtype: DataTy
 def test_partition_values_match_reference_reader(table: str) -> None:
     """The reference reader's results (``expected/``) against our parse of the log."""
     root = TESTDATA / table
-    if not root.is_dir():
-        pytest.skip("no test tables")
     expected = pa.concat_tables(
         [pq.read_table(p) for p in sorted((root / "expected").glob("*.parquet"))]
     )
@@ -504,8 +500,6 @@ def test_hive_path_round_trip(values: dict[str, str | None]) -> None:
 )
 def test_hive_paths_match_real_directories(table: str) -> None:
     root = TESTDATA / table
-    if not root.is_dir():
-        pytest.skip("no test tables")
     from urllib.parse import unquote
 
     for log in sorted((root / "_delta_log").glob("*.json")):
@@ -525,8 +519,6 @@ def test_hive_paths_match_real_directories(table: str) -> None:
 
 def test_old_writer_escapes_parse() -> None:
     root = TESTDATA / "delta-rs/delta-0.8.0-special-partition"
-    if not root.is_dir():
-        pytest.skip("no test tables")
     found = {parse_hive_partition_path(p.name)["x"] for p in root.iterdir() if "=" in p.name}
     assert found == {"A/A", "B B"}
 

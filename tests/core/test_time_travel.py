@@ -14,12 +14,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from data_paths import GOLDEN
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.time_travel import parse_timestamp_ms, split_path_suffix
 from delta_pyspark.exceptions import DeltaIllegalArgumentException, VersionNotFoundError
 
-TESTDATA = Path(__file__).resolve().parents[2].parent / "shared" / "testdata"
-GOLDEN = TESTDATA / "golden"
 T0 = 1_600_000_000  # seconds; whole seconds keep mtimes exact
 
 
@@ -28,8 +27,6 @@ def _versions(table: Path) -> list[int]:
 
 
 def _multi_version_golden() -> list[str]:
-    if not GOLDEN.is_dir():
-        return []
     return sorted(
         d.name
         for d in GOLDEN.iterdir()
@@ -38,7 +35,7 @@ def _multi_version_golden() -> list[str]:
 
 
 def copy_table(src: Path, dst: Path) -> Path:
-    """A writable copy of a read-only shared table."""
+    """A writable copy of a read-only test table."""
     shutil.copytree(src, dst, copy_function=shutil.copyfile)
     for d, _, _ in os.walk(dst):
         os.chmod(d, 0o755)

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from delta_pyspark import __version__
 from delta_pyspark.core.actions import DomainMetadata, Protocol
 from delta_pyspark.core.checksum import ChecksumMismatchWarning, read_checksum
 from delta_pyspark.core.delta_log import DeltaLog
@@ -207,7 +208,7 @@ def test_history_rows(log: DeltaLog) -> None:
     assert [r["version"] for r in rows] == [2, 1, 0]
     assert [r["operation"] for r in rows] == ["DELETE", "WRITE", "CREATE TABLE"]
     for r in rows:
-        assert r["engineInfo"].startswith("delta-pyspark/")
+        assert r["engineInfo"] == f"delta-pyspark/{__version__}"
         assert r["isolationLevel"] in ("Serializable", "WriteSerializable")
         assert isinstance(r["timestamp"], int)
     assert [r.get("readVersion") for r in rows] == [1, 0, None]

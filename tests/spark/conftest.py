@@ -5,14 +5,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-
-_BESIDE_CHECKOUT = Path(__file__).resolve().parents[2].parent / "shared" / "testdata"
-# a checkout outside /work (e.g. a CI clone elsewhere) still finds the shared tables
-TESTDATA = _BESIDE_CHECKOUT if _BESIDE_CHECKOUT.is_dir() else Path("/work/shared/testdata")
 
 
 @pytest.fixture(scope="session")
@@ -38,11 +33,6 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
-
-
-@pytest.fixture(scope="session")
-def testdata() -> Path:
-    return TESTDATA
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

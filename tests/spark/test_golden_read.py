@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from data_paths import GOLDEN
 from delta_pyspark.exceptions import DeltaError
 
-GOLDEN = Path(__file__).resolve().parents[2].parent / "shared" / "testdata" / "golden"
 WITH_EXPECTED = sorted(p.name for p in GOLDEN.iterdir() if (p / "expected").is_dir())
 
 

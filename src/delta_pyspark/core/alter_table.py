@@ -171,7 +171,9 @@ def _check_stats_columns(snapshot: Snapshot, requested: Mapping[str, str]) -> No
 
 def _split_path(name: str) -> list[str]:
     """``a.b`` / ```a.b`.c`` to its parts (dots inside backticks belong to the name)."""
-    out, current, quoted = [], [], False
+    out: list[str] = []
+    current: list[str] = []
+    quoted = False
     for ch in name:
         if ch == "`":
             quoted = not quoted

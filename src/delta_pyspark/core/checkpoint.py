@@ -270,7 +270,7 @@ def _valid_rows(column: pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
 
 def _split_parquet(
     parquet: pq.ParquetFile, path: str
-) -> tuple[dict[str, list[dict]], pa.Table, pa.Table]:
+) -> tuple[dict[str, list[dict[str, Any]]], pa.Table, pa.Table]:
     """Non-file actions as dicts; adds and removes as conformed Arrow tables."""
     table = _read_columns(parquet, path, _checkpoint_columns(parquet.schema_arrow))
     others = {c: _rows(table.column(c)) for c in _NON_FILE_COLUMNS if c in table.column_names}
@@ -287,11 +287,11 @@ def _split_parquet(
 
 def read_checkpoint(store: LogStore, checkpoint: Checkpoint, log_dir: str) -> TableState:
     """Load a checkpoint of any kind into a ``TableState`` at its version."""
-    protocols: list[dict] = []
-    metadatas: list[dict] = []
-    txns: list[dict] = []
-    domains: list[dict] = []
-    sidecars: list[dict] = []
+    protocols: list[dict[str, Any]] = []
+    metadatas: list[dict[str, Any]] = []
+    txns: list[dict[str, Any]] = []
+    domains: list[dict[str, Any]] = []
+    sidecars: list[dict[str, Any]] = []
     add_parts: list[pa.Table] = []
     remove_parts: list[pa.Table] = []
     for status in checkpoint.files:
@@ -346,7 +346,7 @@ def read_checkpoint(store: LogStore, checkpoint: Checkpoint, log_dir: str) -> Ta
 # ---------------------------------------------------------------- writing
 
 
-def _column(values: list[dict] | None, typ: pa.DataType, n: int) -> pa.Array:
+def _column(values: list[dict[str, Any]] | None, typ: pa.DataType, n: int) -> pa.Array:
     if not values:
         return pa.nulls(n, typ)
     fixed = [
@@ -409,7 +409,7 @@ def checkpoint_table(state: TableState, now_ms: int | None = None, v2: bool = Fa
     remove_fields = [REMOVE_SCHEMA.field(n) for n in CHECKPOINT_REMOVE_FIELDS]
     remove_type = pa.struct(remove_fields)
 
-    singles: list[tuple[str, pa.DataType, list[dict]]] = [
+    singles: list[tuple[str, pa.DataType, list[dict[str, Any]]]] = [
         ("protocol", PROTOCOL_TYPE, [state.protocol.to_dict()]),
         ("metaData", METADATA_TYPE, [state.metadata.to_dict()]),
         ("txn", TXN_TYPE, [t.to_dict() for t in state.txns.values()]),
@@ -449,7 +449,9 @@ def checkpoint_table(state: TableState, now_ms: int | None = None, v2: bool = Fa
     return pa.concat_tables(parts)
 
 
-def write_checkpoint(store: LogStore, log_dir: str, state: TableState, v2: bool = False) -> dict:
+def write_checkpoint(
+    store: LogStore, log_dir: str, state: TableState, v2: bool = False
+) -> dict[str, Any]:
     """Write a checkpoint for ``state`` and point ``_last_checkpoint`` at it.
 
     Tables with the ``v2Checkpoint`` feature get a UUID-named v2 Parquet checkpoint

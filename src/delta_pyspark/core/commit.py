@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from delta_pyspark import __version__
+from delta_pyspark._version import __version__
 from delta_pyspark.core import checksum
 from delta_pyspark.core import table_properties as props
 from delta_pyspark.core.actions import encode_action

@@ -17,7 +17,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal, localcontext
-from typing import Any
+from typing import Any, TypeAlias
 from zoneinfo import ZoneInfo
 
 import pyarrow as pa
@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 from delta_pyspark.core import expressions as ex
 from delta_pyspark.core.stats import has_min_max, parse_stats, stats_from_parsed
 
-Mask = pa.Array | bool  # a per-file boolean array (never null), or a constant
+Mask: TypeAlias = pa.Array | bool  # a per-file boolean array (never null), or a constant
 _IN_LIST_RANGE_LIMIT = 64  # larger IN lists are tested against their overall [min, max]
 
 
@@ -89,7 +89,8 @@ def split_partition_predicate(
     contains nothing ``Unknown`` - so ``partition_filter_mask`` evaluates it exactly.
     """
     parts = {p.lower() for p in partition_columns}
-    partition, data = [], []
+    partition: list[ex.Expr] = []
+    data: list[ex.Expr] = []
     for conj in ex.conjuncts(expr):
         only = not any(isinstance(n, ex.Unknown) for n in ex.walk(conj)) and all(
             len(c) == 1 and c[0].lower() in parts for c in ex.columns_of(conj)
@@ -476,7 +477,7 @@ def _comparable(
         high = None if facts.high is None else pc.cast(facts.high, cmp_type)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
-    return low, high, scalars  # type: ignore[return-value]
+    return low, high, scalars
 
 
 def _is_number(v: Any) -> bool:
@@ -492,7 +493,7 @@ def _comparison_type(typ: pa.DataType, values: list[Any]) -> pa.DataType | None:
             return None
         if any(isinstance(n, float) for n in nums):
             return pa.float64()  # Spark compares exact numbers with a double as doubles
-        scale = max([typ.scale if pa.types.is_decimal(typ) else 0] + [_scale(n) for n in nums])
+        scale = max([typ.scale if pa.types.is_decimal(typ) else 0] + [_scale(n) for n in nums])  # type: ignore[arg-type]
         if pa.types.is_integer(typ) and scale == 0:
             return pa.int64()
         digits = (typ.precision - typ.scale) if pa.types.is_decimal(typ) else 19
@@ -551,7 +552,7 @@ def _literal_scalar(v: Any, typ: pa.DataType, cmp_type: pa.DataType, tz: ZoneInf
         if pa.types.is_integer(cmp_type):
             return pa.scalar(int(n), cmp_type)  # type: ignore[arg-type]
         with localcontext(prec=100):
-            exact = Decimal(n).quantize(Decimal(1).scaleb(-cmp_type.scale))
+            exact = Decimal(n).quantize(Decimal(1).scaleb(-cmp_type.scale))  # type: ignore[arg-type]
         return pa.scalar(exact, cmp_type)
     return pa.scalar(v, cmp_type)
 
@@ -634,7 +635,7 @@ def partition_strings_to_arrow(raw: pa.Array, typ: pa.DataType, tz: ZoneInfo) ->
 
 def _partition_timestamps(raw: pa.Array, typ: pa.TimestampType, tz: ZoneInfo) -> pa.Array:
     dictionary = pc.dictionary_encode(raw)
-    out = []
+    out: list[int | None] = []
     for text in dictionary.dictionary.to_pylist():
         try:
             out.append(_timestamp_micros(text, typ.tz, tz))

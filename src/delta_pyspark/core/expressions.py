@@ -233,7 +233,7 @@ def _parse(sql: str) -> exp.Expression | None:
     level = _SQLGLOT_LOG.level
     _SQLGLOT_LOG.setLevel(logging.ERROR)
     try:
-        return sqlglot.parse_one(sql, read="spark")
+        return sqlglot.parse_one(sql, read="spark")  # type: ignore[return-value]
     finally:
         _SQLGLOT_LOG.setLevel(level)
 

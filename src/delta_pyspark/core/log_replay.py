@@ -88,7 +88,7 @@ def _validity(flags: list[bool]) -> pa.Buffer:
     return pa.py_buffer(bits.to_bytes((len(flags) + 7) // 8, "little"))
 
 
-def _string_array(values: list[str | None]) -> pa.Array:
+def _string_array(values: Sequence[str | None]) -> pa.Array:
     """A string array built from buffers (see above)."""
     data = [b"" if v is None else v.encode() for v in values]
     offsets = array("i", [0])
@@ -141,9 +141,11 @@ def parse_compaction(data: bytes, source: str) -> CommitActions:
                 if (key := action_key(action)) not in files:
                     files.add(key)
                     target.append(action)
-        out.txns += [t for t in one.txns if t.app_id not in apps and not apps.add(t.app_id)]
+        out.txns += [t for t in one.txns if t.app_id not in apps and not apps.add(t.app_id)]  # type: ignore[func-returns-value]
         out.domains += [
-            d for d in one.domains if d.domain not in domains and not domains.add(d.domain)
+            d
+            for d in one.domains
+            if d.domain not in domains and not domains.add(d.domain)  # type: ignore[func-returns-value]
         ]
     return out
 
@@ -504,8 +506,8 @@ class _Lines:
     """The add (or remove) lines of a batch, newline-terminated, back to back."""
 
     data: bytearray = field(default_factory=bytearray)
-    starts: array = field(default_factory=lambda: array("q"))
-    commits: array = field(default_factory=lambda: array("q"))
+    starts: array[int] = field(default_factory=lambda: array("q"))
+    commits: array[int] = field(default_factory=lambda: array("q"))
     longest: int = 0
 
     def extend(self, lines: list[bytes], commit: int) -> None:

@@ -13,6 +13,7 @@ import logging
 import re
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any
 
 from delta_pyspark.core.log_store import FileStatus, LogStore
 from delta_pyspark.exceptions import (
@@ -117,7 +118,7 @@ class LogSegment:
         return self.commits[-1] if self.commits else None
 
 
-def read_last_checkpoint(store: LogStore, log_dir: str) -> dict | None:
+def read_last_checkpoint(store: LogStore, log_dir: str) -> dict[str, Any] | None:
     """Parse ``_last_checkpoint``; missing or corrupt means no hint (never an error)."""
     try:
         raw = store.read(f"{log_dir}/{LAST_CHECKPOINT}")

@@ -722,7 +722,7 @@ def _check_struct(table: StructType, data: StructType, parent: str, problems: li
 def _int32_upcast(from_type: DataType, to_type: DataType) -> bool:
     src, dst = _name(from_type), _name(to_type)
     return (
-        src in _INT32_FAMILY and dst in _INT32_FAMILY and _INTEGRAL_RANK[src] < _INTEGRAL_RANK[dst]  # type: ignore[index]
+        src in _INT32_FAMILY and dst in _INT32_FAMILY and _INTEGRAL_RANK[src] < _INTEGRAL_RANK[dst]
     )
 
 

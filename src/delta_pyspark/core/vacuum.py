@@ -451,7 +451,11 @@ def _remove_empty_dirs(plan: VacuumPlan, deleted: list[str]) -> int:
 
 
 def _commit(
-    log: DeltaLog, snapshot: Snapshot, operation: str, params: dict, metrics: dict
+    log: DeltaLog,
+    snapshot: Snapshot,
+    operation: str,
+    params: dict[str, Any],
+    metrics: dict[str, Any],
 ) -> Snapshot:
     txn = Transaction(log, snapshot)
     return txn.commit(operation, params, metrics)
