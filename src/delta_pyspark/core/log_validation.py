@@ -85,7 +85,7 @@ def _first(table: pa.Table, mask: pa.ChunkedArray | pa.Array) -> str | None:
     return hits[0].as_py() if len(hits) else None
 
 
-def _check_paths(table: pa.Table, kind: str, where: str) -> None:
+def _check_paths(table: pa.Table, kind: str, where: Locate) -> None:
     paths = table.column("path")
     if paths.null_count:
         raise CorruptLogError(f"{where(None)}: an {kind} action has no path")
@@ -96,7 +96,7 @@ def _check_paths(table: pa.Table, kind: str, where: str) -> None:
             raise CorruptLogError(f"{where(path)}: {kind}.path {path!r} {problem}")
 
 
-def _check_sizes(files: pa.Table, where: str) -> None:
+def _check_sizes(files: pa.Table, where: Locate) -> None:
     bad = _first(files, pc.less(files.column("size"), int64_scalar(0)))  # a null size counts as bad
     if bad is not None:
         raise CorruptLogError(f"{where(bad)}: add.size of {bad!r} is missing or negative")
@@ -105,7 +105,7 @@ def _check_sizes(files: pa.Table, where: str) -> None:
 _ENTRIES = pa.list_(pa.struct([("key", pa.string()), ("value", pa.string())]))
 
 
-def _check_partition_values(files: pa.Table, parts: list[str], where: str) -> None:
+def _check_partition_values(files: pa.Table, parts: list[str], where: Locate) -> None:
     if not parts:
         return
     entries = files.column("partitionValues").cast(_ENTRIES)
@@ -123,7 +123,7 @@ def _check_partition_values(files: pa.Table, parts: list[str], where: str) -> No
             )
 
 
-def _check_unique_paths(files: pa.Table, where: str) -> None:
+def _check_unique_paths(files: pa.Table, where: Locate) -> None:
     if files.column("deletionVector").null_count == files.num_rows:
         return  # without vectors the reconciliation key is the path: already unique
     paths = files.column("path")
