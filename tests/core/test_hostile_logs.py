@@ -17,9 +17,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from delta_pyspark.core.checkpoint import write_checkpoint
+from delta_pyspark.core.deletion_vectors import DeletionVectorDescriptor
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.log_store import LocalLogStore
-from delta_pyspark.core.log_validation import relative_path_problem
+from delta_pyspark.core.table_paths import relative_path_problem
 from delta_pyspark.exceptions import CorruptLogError, DeltaError
 
 SCHEMA = json.dumps(
@@ -31,7 +32,8 @@ SCHEMA = json.dumps(
         ],
     }
 )
-DV = {"storageType": "u", "pathOrInlineDv": "ab^-aqEH.-t@S}K{vb[*k^", "offset": 1,
+UUID_Z85 = "^-aqEH.-t@S}K{vb[*k^"
+DV = {"storageType": "u", "pathOrInlineDv": "ab" + UUID_Z85, "offset": 1,
       "sizeInBytes": 36, "cardinality": 1}  # fmt: skip
 
 
@@ -157,6 +159,15 @@ def test_a_remove_with_an_escaping_path_is_refused_too(tmp_path: Path) -> None:
 )  # fmt: skip
 def test_paths_the_protocol_allows_are_accepted(path: str) -> None:
     assert relative_path_problem(path) is None
+
+
+@pytest.mark.parametrize("prefix", ["../", "../../x", "/etc", "a/../../"])
+def test_a_deletion_vector_outside_the_table_is_refused(prefix: str) -> None:
+    descriptor = DeletionVectorDescriptor.from_dict({**DV, "pathOrInlineDv": prefix + UUID_Z85})
+    with pytest.raises(CorruptLogError, match="leads outside the table"):
+        descriptor.absolute_path("/t")
+    inside = DeletionVectorDescriptor.from_dict({**DV, "pathOrInlineDv": "ab" + UUID_Z85})
+    assert (inside.absolute_path("/t") or "").startswith("/t/ab/deletion_vector_")
 
 
 def test_an_empty_commit_file_is_corrupt(tmp_path: Path) -> None:

@@ -26,6 +26,7 @@ import numpy as np
 from pyroaring import AbstractBitMap, AbstractBitMap64, BitMap64
 
 from delta_pyspark.core.log_store import LogStore
+from delta_pyspark.core.table_paths import relative_path_problem
 from delta_pyspark.exceptions import (
     CorruptLogError,
     DeltaError,
@@ -175,6 +176,11 @@ class DeletionVectorDescriptor:
         if len(raw) != 16:
             raise CorruptLogError(f"deletion vector path {self.path_or_inline_dv!r} has no UUID")
         file_id = uuid.UUID(bytes=raw)
+        # the prefix is a relative directory: never absolute, never climbing out
+        if prefix.startswith("/") or relative_path_problem(f"{prefix}/x") is not None:
+            raise CorruptLogError(
+                f"deletion vector path {self.path_or_inline_dv!r} leads outside the table"
+            )
         root = table_root.rstrip("/")
         directory = f"{root}/{prefix}" if prefix else root
         return f"{directory}/deletion_vector_{file_id}.bin"

@@ -16,10 +16,7 @@ read outside the table, or a destructive guess (VACUUM deleting a file an add na
 
 from __future__ import annotations
 
-import posixpath
-import re
 from collections.abc import Callable
-from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -27,30 +24,13 @@ import pyarrow.compute as pc
 from delta_pyspark.core.column_mapping import column_mapping_mode, physical_name
 from delta_pyspark.core.log_replay import TableState, canonical_path, int64_scalar, utf8_scalar
 from delta_pyspark.core.schema import StructType
+from delta_pyspark.core.table_paths import relative_path_problem
 from delta_pyspark.exceptions import CorruptLogError
 
 # Relative paths that may not name a file inside the table: empty, or with a "." or ".."
 # segment, or an escaped "." or "/" (which decodes into one). Only rows this matches are
 # decoded and normalised one by one.
 _SUSPECT_PATH = r"^$|(^|/)\.\.?(/|$)|%2[eEfF]"
-_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
-
-
-def relative_path_problem(path: str) -> str | None:
-    """Why log path ``path`` cannot name a file inside the table, or None if it can.
-
-    Absolute paths (``/...`` or with a scheme) are allowed by the protocol and not judged
-    here; a relative one must decode and normalise to a path below the table root.
-    """
-    if path.startswith("/") or _SCHEME.match(path):
-        return None
-    decoded = unquote(path)
-    if not decoded:
-        return "is empty"
-    normal = posixpath.normpath(decoded)
-    if normal in (".", "..") or normal.startswith("../"):
-        return "does not name a file inside the table"
-    return None
 
 
 # Names the log file (and version) an action on a data file came from; None: the state.
