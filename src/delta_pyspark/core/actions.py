@@ -323,12 +323,22 @@ def _nullable_string_map(d: Mapping[str, Any], key: str, action: str) -> None:
         raise CorruptLogError(f"{action}.{key} must be a map of strings")
 
 
+# The fields PROTOCOL.md marks required for each file action (``path`` first).
+REQUIRED_FIELDS = {
+    "add": ("path", "partitionValues", "size", "modificationTime", "dataChange"),
+    "remove": ("path", "dataChange"),
+    "cdc": ("path", "partitionValues", "size", "dataChange"),
+}
+
+
 def check_file_action(kind: str, body: Mapping[str, Any]) -> None:
-    """Raise ``CorruptLogError`` naming the field if an ``add``/``remove``/``cdc`` action's
-    fields have the wrong JSON type or range (what the Arrow layout alone cannot tell
-    apart, e.g. a size past 2^63 or a boolean given as a string)."""
+    """Raise ``CorruptLogError`` naming the field if an ``add``/``remove``/``cdc`` action
+    lacks a required field or has one of the wrong JSON type or range (what the Arrow
+    layout alone cannot tell apart, e.g. a size past 2^63 or a boolean given as a string)."""
     if not isinstance(body.get("path"), str):
         raise CorruptLogError(f"{kind} action without a path")
+    for key in REQUIRED_FIELDS[kind]:
+        _require(body, key, kind)
     # ranges beyond a long's are for the state (``log_validation``), as for both parsers
     for key in ("size", "modificationTime", "deletionTimestamp"):
         _long(body, key, kind, minimum=_INT64_MIN)

@@ -23,6 +23,7 @@ import pyarrow.json as pa_json
 from delta_pyspark.core.actions import (
     ADD_SCHEMA,
     REMOVE_SCHEMA,
+    REQUIRED_FIELDS,
     STRING_MAP,
     DomainMetadata,
     Metadata,
@@ -620,8 +621,8 @@ def _file_action_table(
             child = _declared_fields(child, f.type)
         columns.append(child)
     table = pa.Table.from_arrays(columns, schema=schema)
-    if table.column("path").null_count:
-        raise _NotColumnar("action without a path")
+    if any(table.column(name).null_count for name in REQUIRED_FIELDS[kind]):
+        raise _NotColumnar("a required field is missing: let the line parser name it")
     dv = table.column("deletionVector")
     if dv.null_count < n:
         # ``dv_unique_id`` spells an explicit null "None"; Arrow cannot tell it from absent.
