@@ -10,7 +10,7 @@ must give either the table's original rows, or the rows the reference reader
 a dropped ``remove``, changes what the table *is*); or raise a ``DeltaError``. A VACUUM
 plan over the damaged table must likewise succeed or raise a ``DeltaError``.
 
-``DELTA_FUZZ_MUTATIONS`` sets how many mutations run (default 160; the nightly size is
+``DELTA_FUZZ_MUTATIONS`` sets how many mutations run (default 200; the nightly size is
 10,000), ``DELTA_FUZZ_SEED`` the seed, and ``DELTA_FUZZ_REPORT`` a file to which the
 counts per outcome are written as JSON.
 """
@@ -33,7 +33,7 @@ from delta_pyspark.core.vacuum import plan_vacuum
 from delta_pyspark.exceptions import DeltaError
 from delta_pyspark.tables import DeltaTable
 
-MUTATIONS = int(os.environ.get("DELTA_FUZZ_MUTATIONS", "160"))
+MUTATIONS = int(os.environ.get("DELTA_FUZZ_MUTATIONS", "200"))
 SEED = int(os.environ.get("DELTA_FUZZ_SEED", "20261123"))
 HOSTILE_VALUES: list[Any] = [
     None, "", ".", "..", "./", "../x.parquet", "a/../../x.parquet", "%2E%2E/x.parquet", "/",
