@@ -11,8 +11,9 @@ a dropped ``remove``, changes what the table *is*); or raise a ``DeltaError``. A
 plan over the damaged table must likewise succeed or raise a ``DeltaError``.
 
 ``DELTA_FUZZ_MUTATIONS`` sets how many mutations run (default 200; the nightly size is
-10,000), ``DELTA_FUZZ_SEED`` the seed, and ``DELTA_FUZZ_REPORT`` a file to which the
-counts per outcome are written as JSON.
+10,000: run it with ``--timeout 0``), ``DELTA_FUZZ_SEED`` the seed, and
+``DELTA_FUZZ_REPORT`` a file to which the counts per outcome are written as JSON, every 500
+mutations and at the end.
 """
 
 from __future__ import annotations
@@ -227,6 +228,15 @@ def _vacuum_outcome(root: Path) -> str:
     return "vacuum planned"
 
 
+def _report(done: int, counts: Counter[str], failures: list[str]) -> None:
+    """Counts so far to ``DELTA_FUZZ_REPORT`` (a long run shows its progress)."""
+    report = os.environ.get("DELTA_FUZZ_REPORT")
+    if report:
+        summary = {"done": done, "of": MUTATIONS, "seed": SEED, "counts": counts,
+                   "failures": failures}  # fmt: skip
+        Path(report).write_text(json.dumps(summary, indent=1))
+
+
 def test_damaged_logs_read_right_or_fail_typed(
     spark: Any, bases: list[tuple[Path, Rows]], tmp_path: Path
 ) -> None:
@@ -246,9 +256,7 @@ def test_damaged_logs_read_right_or_fail_typed(
             if result.startswith(("UNTYPED", "WRONG", "VACUUM UNTYPED")):
                 failures.append(f"#{i} {base.name} {what} -> {result}")
         shutil.rmtree(root)
-    report = os.environ.get("DELTA_FUZZ_REPORT")
-    if report:
-        summary = {"mutations": MUTATIONS, "seed": SEED, "counts": counts, "failures": failures}
-        Path(report).write_text(json.dumps(summary, indent=1))
+        if (i + 1) % 500 == 0 or i + 1 == MUTATIONS:
+            _report(i + 1, counts, failures)
     assert not failures, "\n".join(failures[:20])
     assert counts["typed error"] > 0 and counts["original rows"] > 0, counts
