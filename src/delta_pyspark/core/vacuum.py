@@ -22,7 +22,23 @@ A file under the table root is kept when any of these hold:
 Everything else is deleted, then directories left empty by the deletion are
 removed. Nothing outside the table root is ever listed, so a file an ``add``
 references by absolute path elsewhere (a shallow clone's source file) can never
-be deleted by the clone's VACUUM. Symbolic links to directories are not followed.
+be deleted by the clone's VACUUM.
+
+Symbolic links are never followed. A link to a directory, or a dangling one, is
+neither entered nor deleted. A link to a file is a file like any other: when no
+version needs it, the link is removed (never its target). A link VACUUM keeps
+also keeps what it points to when that lies inside the table (a linked directory:
+everything under it), since the table may reach those files under the link's name.
+
+A state VACUUM cannot trust is refused before anything is listed for deletion
+(``check_trusted``): a relative path in the log that names the root itself or
+something outside it (empty, ``.``, ``..``), a version checksum (``.crc``) of the
+latest version that disagrees with the replayed log, or a live file (or its
+deletion vector) inside the table that does not exist. Each means the log no
+longer describes the files on disk, and the files VACUUM would then call garbage
+may be live ones. ``trust_damaged_log=True`` (Spark:
+``spark.databricks.delta.vacuum.trustDamagedLog=true``) skips these checks, for
+a user who has verified the table by other means.
 
 Shallow clones: CLONE records every shallow clone in the *source* directory under
 ``_delta_clones/<uuid>.json`` (``{"clonePath": ..., "sourceVersion": ...}``). The
@@ -53,6 +69,7 @@ from urllib.parse import unquote, urlparse
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from delta_pyspark.core import checksum
 from delta_pyspark.core import table_properties as props
 from delta_pyspark.core.column_mapping import column_mapping_mode, physical_name
 from delta_pyspark.core.deletion_vectors import DeletionVectorDescriptor
@@ -60,12 +77,19 @@ from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.log_store import to_local_path
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.transaction import Transaction
-from delta_pyspark.exceptions import DeltaError, DeltaIllegalArgumentException
+from delta_pyspark.exceptions import (
+    ChecksumMismatchError,
+    CorruptLogError,
+    DeltaError,
+    DeltaIllegalArgumentException,
+)
 
 CLONE_REGISTRY_DIR = "_delta_clones"
 """Directory (hidden from readers and VACUUM) in a source table listing its shallow clones."""
 
 RETENTION_CHECK_CONF = "spark.databricks.delta.retentionDurationCheck.enabled"
+TRUST_DAMAGED_LOG_CONF = "spark.databricks.delta.vacuum.trustDamagedLog"
+"""Spark conf for ``trust_damaged_log``: VACUUM acts on a state it would refuse."""
 _HOUR_MS = 3_600_000
 _URI_WITH_AUTHORITY = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
 
@@ -76,6 +100,16 @@ _URI_WITH_AUTHORITY = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
 def local_root(table_root: str) -> str:
     """The table root as a normalised absolute local path (``file:`` URIs accepted)."""
     return os.path.abspath(to_local_path(table_root))
+
+
+def is_relative(log_path: str) -> bool:
+    """Whether a log path is resolved against the table root (no scheme, no leading /)."""
+    return not (log_path.startswith(("file:", "/")) or _URI_WITH_AUTHORITY.match(log_path))
+
+
+def is_inside(root: str, local: str) -> bool:
+    """Whether the normalised path ``local`` lies strictly below the directory ``root``."""
+    return local.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def resolve_path(root: str, log_path: str) -> str:
@@ -106,6 +140,47 @@ def dv_file_path(root: str, dv: dict[str, Any] | None) -> str | None:
     return os.path.normpath(path) if path else None
 
 
+# Relative spellings that can name the root or leave it: empty or dot-only paths,
+# ``..`` segments, and percent-escapes (which may decode to either).
+_SUSPECT_PATH = r"^[./]*$|\.\.|%"
+
+
+def escaping_paths(root: str, files: pa.Table) -> list[str]:
+    """Relative paths in ``files`` (data files and deletion-vector files) that do not
+    name a file strictly inside ``root``, as the log spells them.
+
+    Absolute paths and URIs are allowed by the protocol and left alone: nothing
+    outside the root is ever listed, so they can only keep files, never doom one.
+    """
+    out = []
+    paths = files.column("path")
+    suspect = paths.filter(pc.fill_null(pc.match_substring_regex(paths, _SUSPECT_PATH), True))
+    for path in suspect.to_pylist():
+        if not isinstance(path, str) or (
+            is_relative(path) and not is_inside(root, resolve_path(root, path))
+        ):
+            out.append(f"path {path!r}")
+    if "deletionVector" in files.column_names:
+        dvs = files.column("deletionVector")
+        if dvs.null_count < len(dvs):
+            for dv in dvs.filter(pc.is_valid(dvs)).to_pylist():
+                if not relative_dv(dv):
+                    continue
+                local = dv_file_path(root, dv)
+                if local is None or not is_inside(root, local):
+                    out.append(f"deletion vector {dv['pathOrInlineDv']!r}")
+    return out
+
+
+def relative_dv(dv: dict[str, Any]) -> bool:
+    """Whether a deletion vector's file is resolved against the table root: always for
+    'u' (its Z85 text may even start with ``/``), for 'p' when spelled relatively."""
+    desc = DeletionVectorDescriptor.from_dict(dv)
+    return desc.storage_type == "u" or (
+        desc.storage_type == "p" and is_relative(desc.path_or_inline_dv)
+    )
+
+
 def referenced_files(root: str, files: pa.Table) -> set[str]:
     """Local paths of the data files and deletion-vector files of ``files`` rows."""
     out = {resolve_path(root, p) for p in files.column("path").to_pylist()}
@@ -119,17 +194,78 @@ def referenced_files(root: str, files: pa.Table) -> set[str]:
     return out
 
 
+def recent_tombstones(snapshot: Snapshot, delete_before_ms: int) -> pa.Table:
+    """The tombstones of ``snapshot`` deleted after the cutoff (still within retention)."""
+    tombstones = snapshot.tombstones
+    if not tombstones.num_rows:
+        return tombstones
+    when = pc.fill_null(tombstones.column("deletionTimestamp"), 0)
+    return tombstones.filter(pc.greater(when, delete_before_ms))
+
+
 def snapshot_references(snapshot: Snapshot, delete_before_ms: int) -> set[str]:
     """Files ``snapshot`` needs: its live files and the tombstones newer than the cutoff."""
     root = local_root(snapshot.table_root)
     out = referenced_files(root, snapshot.files)
-    tombstones = snapshot.tombstones
-    if tombstones.num_rows:
-        when = pc.fill_null(tombstones.column("deletionTimestamp"), 0)
-        recent = tombstones.filter(pc.greater(when, delete_before_ms))
-        if recent.num_rows:
-            out |= referenced_files(root, recent)
+    recent = recent_tombstones(snapshot, delete_before_ms)
+    if recent.num_rows:
+        out |= referenced_files(root, recent)
     return out
+
+
+# --------------------------------------------------------------------------- trust
+
+
+def _refusal(snapshot: Snapshot, problem: str) -> str:
+    return (
+        f"VACUUM refuses to run on {snapshot.table_root} at version {snapshot.version}: "
+        f"{problem}. Nothing was deleted. The log no longer describes the files on disk, so "
+        "files it calls unused may be live. Repair the table (e.g. RESTORE a version that "
+        "reads correctly) or, only if you have verified its files by other means, rerun "
+        f"with trust_damaged_log=True (Spark: {TRUST_DAMAGED_LOG_CONF}=true)."
+    )
+
+
+def _shown(items: list[str]) -> str:
+    return ", ".join(items[:5]) + (f" and {len(items) - 5} more" if len(items) > 5 else "")
+
+
+def check_trusted(
+    log: DeltaLog, snapshot: Snapshot, delete_before_ms: int, listed: set[str]
+) -> None:
+    """Raise unless ``snapshot`` can decide which files are garbage (see the module doc).
+
+    ``listed`` holds the files VACUUM listed under the root; a live file missing from
+    it is looked up on disk (it may sit under a hidden or linked directory).
+    """
+    root = local_root(snapshot.table_root)
+    tombstones = recent_tombstones(snapshot, delete_before_ms)
+    bad = [f"add {p}" for p in escaping_paths(root, snapshot.files)]
+    bad += [f"remove {p}" for p in escaping_paths(root, tombstones)]
+    if bad:
+        raise CorruptLogError(
+            _refusal(
+                snapshot,
+                f"relative path(s) in the log that do not name a file inside the table: "
+                f"{_shown(bad)}",
+            )
+        )
+    crc = checksum.read_checksum(log.store, log.log_dir, snapshot.version)
+    problems = checksum.disagreements(snapshot.state, crc) if crc is not None else []
+    if problems:
+        path = f"{log.log_dir}/{snapshot.version:020d}.crc"
+        raise ChecksumMismatchError(
+            _refusal(snapshot, f"the version checksum {path} disagrees: {'; '.join(problems)}")
+        )
+    missing = sorted(
+        p
+        for p in referenced_files(root, snapshot.files)
+        if p not in listed and is_inside(root, p) and not os.path.exists(p)
+    )
+    if missing:
+        raise CorruptLogError(
+            _refusal(snapshot, f"{len(missing)} live file(s) do not exist: {_shown(missing)}")
+        )
 
 
 # --------------------------------------------------------------------------- retention
@@ -180,8 +316,9 @@ class ListedFile:
 class Listing:
     """Non-hidden files and directories under a table root (root excluded)."""
 
-    files: list[ListedFile] = field(default_factory=list)
+    files: list[ListedFile] = field(default_factory=list)  # links to files included
     dirs: dict[str, int] = field(default_factory=dict)  # path -> modification time (ms)
+    links: list[str] = field(default_factory=list)  # every symbolic link, never entered
 
 
 def is_hidden(name: str, partition_columns: Iterable[str]) -> bool:
@@ -212,17 +349,39 @@ def list_table_files(root: str, partition_columns: Iterable[str]) -> Listing:
             try:
                 st = entry.stat(follow_symlinks=False)
                 is_dir = entry.is_dir(follow_symlinks=False)
+                is_link = entry.is_symlink()
+                # a link to a directory, or a dangling one, is never a file to delete
+                is_file = not is_link or os.path.isfile(entry.path)
             except FileNotFoundError:
                 continue  # deleted while listing
             mtime = int(st.st_mtime * 1000)
+            if is_link:
+                listing.links.append(os.path.normpath(entry.path))
             if is_dir:
                 if os.path.isdir(os.path.join(entry.path, "_delta_log")):
                     continue  # a nested Delta table: its files are its own
                 listing.dirs[os.path.normpath(entry.path)] = mtime
                 stack.append(entry.path)
-            else:
+            elif is_file:
                 listing.files.append(ListedFile(os.path.normpath(entry.path), st.st_size, mtime))
     return listing
+
+
+def spare_link_targets(root: str, links: list[str], doomed: list[ListedFile]) -> list[ListedFile]:
+    """``doomed`` without what the links VACUUM keeps point at inside the table: the
+    table may name those files through the link, so they are not garbage."""
+    going = {f.path for f in doomed}
+    real_root = os.path.realpath(root)
+    targets = []
+    for link in links:
+        if link in going:
+            continue  # an unused link to a file: the link goes, its target is not protected
+        target = os.path.realpath(link)
+        if target == real_root or is_inside(real_root, target):
+            targets.append(os.path.normpath(os.path.join(root, os.path.relpath(target, real_root))))
+    if not targets:
+        return doomed
+    return [f for f in doomed if not any(f.path == t or is_inside(t, f.path) for t in targets)]
 
 
 def _partition_names(snapshot: Snapshot) -> list[str]:
@@ -368,8 +527,13 @@ def plan_vacuum(
     check_enabled: bool = True,
     now_ms: int | None = None,
     snapshot: Snapshot | None = None,
+    trust_damaged_log: bool = False,
 ) -> VacuumPlan:
-    """List the table directory and choose the files to delete (deletes nothing)."""
+    """List the table directory and choose the files to delete (deletes nothing).
+
+    Raises ``CorruptLogError`` (``ChecksumMismatchError`` for a disagreeing ``.crc``)
+    when the state cannot be trusted, unless ``trust_damaged_log`` (``check_trusted``).
+    """
     snapshot = snapshot or log.snapshot()
     effective, default = retention_ms(snapshot.configuration, retention_hours, check_enabled)
     now = int(time.time() * 1000) if now_ms is None else now_ms
@@ -379,11 +543,15 @@ def plan_vacuum(
     # listed, one committed before it is in the references of the snapshot below.
     listing = list_table_files(root, _partition_names(snapshot))
     snapshot = log.update(snapshot)
+    if not trust_damaged_log:
+        check_trusted(log, snapshot, cutoff, {f.path for f in listing.files})
     keep = snapshot_references(snapshot, cutoff) | clone_references(root, cutoff)
     doomed = sorted(
         (f for f in listing.files if f.modification_time < cutoff and f.path not in keep),
         key=lambda f: f.path,
     )
+    if listing.links:
+        doomed = spare_link_targets(root, listing.links, doomed)
     return VacuumPlan(
         snapshot,
         root,
@@ -466,10 +634,21 @@ def vacuum(
     now_ms: int | None = None,
     parallelism: int = 8,
     before_delete: Callable[[VacuumPlan], None] | None = None,
+    trust_damaged_log: bool = False,
 ) -> VacuumResult:
     """Run VACUUM; a dry run only plans. A real run commits VACUUM START (with what it
-    will delete), deletes, and commits VACUUM END (COMPLETED, or FAILED and re-raise)."""
-    plan = plan_vacuum(log, retention_hours, check_enabled=check_enabled, now_ms=now_ms)
+    will delete), deletes, and commits VACUUM END (COMPLETED, or FAILED and re-raise).
+
+    A state VACUUM cannot trust (module doc) raises a ``CorruptLogError`` before any
+    commit or deletion; ``trust_damaged_log=True`` acts on it anyway.
+    """
+    plan = plan_vacuum(
+        log,
+        retention_hours,
+        check_enabled=check_enabled,
+        now_ms=now_ms,
+        trust_damaged_log=trust_damaged_log,
+    )
     result = VacuumResult(plan, dry_run)
     if dry_run:
         return result
