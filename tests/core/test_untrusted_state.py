@@ -6,8 +6,12 @@ path. Canary files outside the table and behind links must survive every command
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import random
+import re
+import shutil
 import time
 from pathlib import Path
 
@@ -15,7 +19,8 @@ import pyarrow as pa
 import pytest
 from test_vacuum import commit, make_table, write_file
 
-from delta_pyspark.core.clone import clone_table
+from delta_pyspark.core import vacuum as vacuum_module
+from delta_pyspark.core.clone import clone_table, file_uri
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.restore import restore
 from delta_pyspark.core.vacuum import escaping_paths, vacuum
@@ -475,3 +480,89 @@ def test_deep_clone_never_writes_through_a_link_in_the_replaced_target(tmp_path:
     ]
     assert_intact(outside_files)
     assert DeltaLog(str(target)).snapshot().version == 0
+
+
+# --------------------------------------------------------------------------- clones, races
+
+
+def test_source_vacuum_refuses_when_a_shallow_clone_s_log_is_damaged(tmp_path: Path) -> None:
+    """The clone's log lost the add of a source file the source itself dropped: the
+    clone's ``.crc`` disagrees, and the source's VACUUM must not delete that file."""
+    root = tmp_path / "src"
+    log, a, b = two_files(root)
+    clone = DeltaLog(clone_table(log, str(tmp_path / "clone"), shallow=True).target_root)
+    commit(log, removes=[{"path": a["path"], "deletionTimestamp": 1}])
+    drop_add_line(clone, 0, file_uri(str(root / a["path"])))
+    age_tree(root)
+
+    with pytest.warns(UserWarning, match="disagrees"):
+        message = refuse(log, ChecksumMismatchError)[0]
+
+    assert f"shallow clone {clone.table_root}" in message and "numFiles 2 != 1" in message
+    assert (root / a["path"]).exists() and (root / b["path"]).exists()
+
+
+def test_a_directory_swapped_for_a_link_after_listing_is_not_followed(tmp_path: Path) -> None:
+    outside, outside_files = canaries(tmp_path)
+    (outside / "stray.parquet").write_bytes(b"outside, same name")
+    outside_files[outside / "stray.parquet"] = b"outside, same name"
+    root = tmp_path / "t"
+    log = make_table(root)
+    (root / "sub").mkdir()
+    (root / "sub" / "stray.parquet").write_bytes(b"garbage")
+    (root / "top.parquet").write_bytes(b"garbage")
+    age_tree(root)
+
+    def swap(plan: vacuum_module.VacuumPlan) -> None:
+        assert plan.paths == [str(root / "sub" / "stray.parquet"), str(root / "top.parquet")]
+        os.replace(root / "sub", tmp_path / "moved-away")
+        (root / "sub").symlink_to(outside, target_is_directory=True)
+
+    result = vacuum(log, 0, check_enabled=False, before_delete=swap)
+
+    assert result.num_deleted_files == 1 and not (root / "top.parquet").exists()
+    assert_intact(outside_files)
+    assert (root / "sub").is_symlink()
+
+
+@pytest.mark.filterwarnings("ignore::delta_pyspark.core.checksum.ChecksumMismatchWarning")
+def test_random_log_damage_never_costs_a_live_file(tmp_path: Path) -> None:
+    """Seeded random damage to the commits (a byte, a lost or doubled line, a path,
+    a truncation): VACUUM either refuses with a DeltaError or deletes no live file."""
+    template = tmp_path / "template"
+    log = make_table(template)
+    for _ in range(3):
+        commit(log, [write_file(template, [n]) for n in range(3)])
+    first = log.snapshot().files.column("path")[0].as_py()
+    commit(log, removes=[{"path": first, "deletionTimestamp": 1}])
+    live = log.snapshot().files.column("path").to_pylist()
+    age_tree(template)
+    rng = random.Random(17)
+    for i in range(60):
+        root = tmp_path / f"t{i}"
+        shutil.copytree(template, root)
+        damage(rng, root / "_delta_log" / f"{rng.randrange(1, 5):020d}.json")
+        with contextlib.suppress(DeltaError):
+            vacuum(DeltaLog(str(root)), 0, check_enabled=False)
+        assert all((root / p).exists() for p in live), i
+
+
+def damage(rng: random.Random, commit_file: Path) -> None:
+    data = commit_file.read_bytes()
+    lines = data.splitlines(keepends=True)
+    kind = rng.randrange(5)
+    if kind == 0:
+        i = rng.randrange(len(data))
+        data = data[:i] + bytes([rng.choice(b'aZ09./" {}:,')]) + data[i + 1 :]
+    elif kind in (1, 2):
+        i = rng.randrange(len(lines))
+        lines[i : i + 1] = [] if kind == 1 else [lines[i], lines[i]]
+        data = b"".join(lines)
+    elif kind == 3:
+        paths = re.findall(rb'"path":"[^"]*"', data)
+        if paths:
+            spelling = rng.choice([b"", b".", b"..", b"x/..", b"../x.parquet"])
+            data = data.replace(rng.choice(paths), b'"path":"' + spelling + b'"', 1)
+    else:
+        data = data[: rng.randrange(len(data))]
+    commit_file.write_bytes(data)

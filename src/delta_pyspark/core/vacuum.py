@@ -34,8 +34,9 @@ A state VACUUM cannot trust is refused before anything is listed for deletion
 (``check_trusted``): a relative path in the log that names the root itself or
 something outside it (empty, ``.``, ``..``), a version checksum (``.crc``) of the
 latest version that disagrees with the replayed log, or a live file (or its
-deletion vector) inside the table that does not exist. Each means the log no
-longer describes the files on disk, and the files VACUUM would then call garbage
+deletion vector) inside the table that does not exist; the same holds for each
+registered shallow clone's state, whose files the source keeps. Each means the log
+no longer describes the files on disk, and the files VACUUM would then call garbage
 may be live ones. ``trust_damaged_log=True`` (Spark:
 ``spark.databricks.delta.vacuum.trustDamagedLog=true``) skips these checks, for
 a user who has verified the table by other means.
@@ -56,6 +57,7 @@ Only local file systems are supported, like ``log_store_for``.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import time
@@ -83,6 +85,8 @@ from delta_pyspark.exceptions import (
     DeltaError,
     DeltaIllegalArgumentException,
 )
+
+_logger = logging.getLogger(__name__)
 
 CLONE_REGISTRY_DIR = "_delta_clones"
 """Directory (hidden from readers and VACUUM) in a source table listing its shallow clones."""
@@ -231,14 +235,20 @@ def _shown(items: list[str]) -> str:
 
 
 def check_trusted(
-    log: DeltaLog, snapshot: Snapshot, delete_before_ms: int, listed: set[str]
+    log: DeltaLog,
+    snapshot: Snapshot,
+    delete_before_ms: int,
+    listed: set[str],
+    vacuum_root: str | None = None,
 ) -> None:
     """Raise unless ``snapshot`` can decide which files are garbage (see the module doc).
 
-    ``listed`` holds the files VACUUM listed under the root; a live file missing from
-    it is looked up on disk (it may sit under a hidden or linked directory).
+    ``listed`` holds the files VACUUM listed under ``vacuum_root`` (the snapshot's own
+    root unless it is a shallow clone of the vacuumed table); a live file there missing
+    from it is looked up on disk (it may sit under a hidden or linked directory).
     """
     root = local_root(snapshot.table_root)
+    vacuum_root = vacuum_root or root
     tombstones = recent_tombstones(snapshot, delete_before_ms)
     bad = [f"add {p}" for p in escaping_paths(root, snapshot.files)]
     bad += [f"remove {p}" for p in escaping_paths(root, tombstones)]
@@ -260,7 +270,7 @@ def check_trusted(
     missing = sorted(
         p
         for p in referenced_files(root, snapshot.files)
-        if p not in listed and is_inside(root, p) and not os.path.exists(p)
+        if p not in listed and is_inside(vacuum_root, p) and not os.path.exists(p)
     )
     if missing:
         raise CorruptLogError(
@@ -451,9 +461,16 @@ def registered_clones(table_root: str) -> list[CloneEntry]:
     return out
 
 
-def clone_references(table_root: str, delete_before_ms: int) -> set[str]:
+def clone_references(
+    table_root: str, delete_before_ms: int, listed: set[str] | None = None
+) -> set[str]:
     """Files under any table the registered shallow clones of ``table_root`` (and
-    their clones, transitively) still need."""
+    their clones, transitively) still need.
+
+    With ``listed`` (the files VACUUM listed under ``table_root``) each clone's state
+    must pass ``check_trusted`` too: a clone whose log lost a file would let the
+    source delete it.
+    """
     out: set[str] = set()
     seen = {local_root(table_root)}
     queue: list[tuple[str, CloneEntry]] = [(table_root, e) for e in registered_clones(table_root)]
@@ -475,6 +492,14 @@ def clone_references(table_root: str, delete_before_ms: int) -> set[str]:
                 f"cannot read shallow clone {clone_root} registered in {entry.registry_file} "
                 f"({e}); VACUUM refuses to run rather than delete files it may use"
             ) from e
+        if listed is not None:
+            try:
+                check_trusted(clone_log, clone, delete_before_ms, listed, local_root(table_root))
+            except CorruptLogError as e:
+                raise type(e)(
+                    f"shallow clone {clone_root} (registered in {entry.registry_file}) may use "
+                    f"files of {table_root}: {e}"
+                ) from e
         out |= snapshot_references(clone, delete_before_ms)
         queue.extend((clone_root, e) for e in registered_clones(clone_root))
     return out
@@ -543,9 +568,10 @@ def plan_vacuum(
     # listed, one committed before it is in the references of the snapshot below.
     listing = list_table_files(root, _partition_names(snapshot))
     snapshot = log.update(snapshot)
-    if not trust_damaged_log:
-        check_trusted(log, snapshot, cutoff, {f.path for f in listing.files})
-    keep = snapshot_references(snapshot, cutoff) | clone_references(root, cutoff)
+    listed = None if trust_damaged_log else {f.path for f in listing.files}
+    if listed is not None:
+        check_trusted(log, snapshot, cutoff, listed)
+    keep = snapshot_references(snapshot, cutoff) | clone_references(root, cutoff, listed)
     doomed = sorted(
         (f for f in listing.files if f.modification_time < cutoff and f.path not in keep),
         key=lambda f: f.path,
@@ -575,6 +601,24 @@ class VacuumResult:
     num_deleted_files: int = 0
     num_vacuumed_directories: int = 0
     versions: list[int] = field(default_factory=list)  # START and END commits
+
+
+def _in_place(root: str, paths: list[str]) -> list[str]:
+    """``paths`` whose directory still is the one listed: one swapped for a symbolic
+    link since the listing would take the deletion out of the table (skipped, logged)."""
+    real_root = os.path.realpath(root)
+    same: dict[str, bool] = {}
+    out = []
+    for path in paths:
+        directory = os.path.dirname(path)
+        if directory not in same:
+            listed_as = os.path.normpath(os.path.join(real_root, os.path.relpath(directory, root)))
+            same[directory] = os.path.realpath(directory) == listed_as
+            if not same[directory]:
+                _logger.warning("VACUUM: %s changed into a link since listing; skipped", directory)
+        if same[directory]:
+            out.append(path)
+    return out
 
 
 def _delete_all(paths: list[str], parallelism: int) -> int:
@@ -671,7 +715,7 @@ def vacuum(
     # Commits that landed since planning (the START commit's snapshot includes them)
     # may reference a listed file again (e.g. a RESTORE of an old version): spare it.
     again = referenced_files(plan.root, log.update(started).files)
-    doomed = [p for p in plan.paths if p not in again]
+    doomed = _in_place(plan.root, [p for p in plan.paths if p not in again])
     try:
         result.num_deleted_files = _delete_all(doomed, parallelism)
         result.num_vacuumed_directories = _remove_empty_dirs(plan, doomed)
