@@ -14,6 +14,7 @@ import re
 import shutil
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 import pyarrow as pa
 import pytest
@@ -23,7 +24,7 @@ from delta_pyspark.core import vacuum as vacuum_module
 from delta_pyspark.core.clone import clone_table, file_uri
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.restore import restore
-from delta_pyspark.core.vacuum import escaping_paths, vacuum
+from delta_pyspark.core.vacuum import invalid_paths, vacuum
 from delta_pyspark.exceptions import (
     ChecksumMismatchError,
     CorruptLogError,
@@ -117,7 +118,17 @@ def refuse(log: DeltaLog, error: type[DeltaError] = DeltaError) -> list[str]:
 
 
 @pytest.mark.parametrize(
-    "spelling", ["", ".", "./", "sub/..", "../outside/c.parquet", "%2E%2E/outside/c.parquet"]
+    "spelling",
+    [
+        "",
+        ".",
+        "./",
+        "sub/..",
+        "../outside/c.parquet",
+        "%2E%2E/outside/c.parquet",
+        "file://{root}",  # the table directory itself, spelled absolutely
+        "/",
+    ],
 )
 def test_vacuum_refuses_an_add_path_not_naming_a_file_in_the_table(
     tmp_path: Path, spelling: str
@@ -126,7 +137,7 @@ def test_vacuum_refuses_an_add_path_not_naming_a_file_in_the_table(
     _, outside_files = canaries(tmp_path)
     root = tmp_path / "t"
     log, a, b = two_files(root)
-    mangle(log, 1, a["path"], spelling)
+    mangle(log, 1, a["path"], spelling.format(root=root))
     age_tree(root)
 
     refuse(log, CorruptLogError)
@@ -184,8 +195,8 @@ def test_vacuum_refuses_a_deletion_vector_outside_the_table(tmp_path: Path) -> N
     assert_intact(outside_files)
 
 
-def test_escaping_paths_accepts_absolute_paths_and_inner_dot_dots(tmp_path: Path) -> None:
-    root = str(tmp_path)
+def test_invalid_paths_accepts_absolute_paths_and_inner_dot_dots(tmp_path: Path) -> None:
+    root = str(tmp_path / "t")
     paths = [
         "a.parquet",
         "./a.parquet",
@@ -194,6 +205,9 @@ def test_escaping_paths_accepts_absolute_paths_and_inner_dot_dots(tmp_path: Path
         "/elsewhere/a.parquet",
         "file:///elsewhere/a.parquet",
         "s3://bucket/a.parquet",
+        f"{root}/a.parquet",
+        f"file://{root}/x/../a.parquet",
+        f"{root}2",  # a sibling sharing the root's name as a prefix
         "",
         ".",
         "x/..",
@@ -201,9 +215,18 @@ def test_escaping_paths_accepts_absolute_paths_and_inner_dot_dots(tmp_path: Path
         "../t2/a.parquet",
         "%2e%2e/a.parquet",
         "x/%2E%2E/%2E%2E/a.parquet",
+        "/",
+        root,
+        f"{root}/",
+        f"{root}//.",
+        f"file://{root}",
+        f"file://localhost{root}",
+        f"file://{root}/x/..",
+        f"file://{quote(root)}%2F..",
+        str(tmp_path),
     ]
     files = pa.table({"path": paths})
-    assert escaping_paths(root, files) == [f"path {p!r}" for p in paths[7:]]
+    assert invalid_paths(root, files) == [f"path {p!r}" for p in paths[10:]]
 
 
 # --------------------------------------------------------------------------- checksum, missing

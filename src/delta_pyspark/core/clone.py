@@ -22,8 +22,9 @@ operation ``CLONE`` with ``source``, ``sourceVersion`` and ``isShallow`` and
 delta-spark's metrics.
 
 Clones never reach outside the tables involved through a relative path: a source
-version whose log names a file by an empty, ``.`` or escaping (``..``) relative path
-is refused with ``CorruptLogError``, and a deep clone refuses a source file reached
+version whose log names a file by an empty, ``.`` or escaping (``..``) relative path,
+or by an absolute path naming its directory or one above it, is refused with
+``CorruptLogError``, and a deep clone refuses a source file reached
 through a symbolic link that leads out of the source table
 (``DeltaUnsupportedOperationException``), both before anything is written. Copies
 are only ever written below the target root, never through a link out of it.
@@ -61,7 +62,7 @@ from delta_pyspark.core.table_features import protocol_for
 from delta_pyspark.core.transaction import Transaction
 from delta_pyspark.core.vacuum import (
     dv_file_path,
-    escaping_paths,
+    invalid_paths,
     is_inside,
     is_relative,
     local_root,
@@ -307,12 +308,12 @@ def clone_table(
     """Clone a version of ``source_log``'s table to the directory ``target``."""
     source = _source_snapshot(source_log, version, timestamp_ms)
     source_root = local_root(source.table_root)
-    escaping = escaping_paths(source_root, source.files)
-    if escaping:
+    invalid = invalid_paths(source_root, source.files)
+    if invalid:
         raise CorruptLogError(
             f"cannot clone {source.table_root} at version {source.version}: its log names files "
-            f"by relative paths that do not lead to a file inside the table "
-            f"({', '.join(escaping[:5])}). Nothing was written; clone another version."
+            f"by paths that cannot be files of the table "
+            f"({', '.join(invalid[:5])}). Nothing was written; clone another version."
         )
     target_root = os.path.normpath(os.path.abspath(to_local_path(target)))
     target_log = DeltaLog(target_root)

@@ -23,9 +23,10 @@ commits and the appended rows stay, exactly as if the append had run just after 
 A failed restore writes nothing.
 
 The files added back must lie inside the table when named by a relative path: a
-version whose log names one by an empty, ``.`` or escaping (``..``) path is refused
-with ``CorruptLogError`` before anything outside the table is even looked at.
-Absolute paths (a shallow clone's files) are restored as written.
+version whose log names one by an empty, ``.`` or escaping (``..``) relative path,
+or by an absolute path naming the table directory or one above it, is refused with
+``CorruptLogError`` before anything outside the table is even looked at. Other
+absolute paths (a shallow clone's files) are restored as written.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ from delta_pyspark.core.log_replay import KEY_COLUMN
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.table_features import implied_writer_features, reader_features
 from delta_pyspark.core.transaction import Transaction
-from delta_pyspark.core.vacuum import dv_file_path, escaping_paths, local_root, resolve_path
+from delta_pyspark.core.vacuum import dv_file_path, invalid_paths, local_root, resolve_path
 from delta_pyspark.exceptions import (
     CorruptLogError,
     DeltaIllegalArgumentException,
@@ -226,12 +227,12 @@ def prepare_restore(
     to_remove = new.filter(remove_mask).drop_columns([KEY_COLUMN])
 
     root = local_root(current.table_root)
-    escaping = escaping_paths(root, to_add)
-    if escaping:
+    invalid = invalid_paths(root, to_add)
+    if invalid:
         raise CorruptLogError(
             f"cannot restore {current.table_root} to version {version}: its log names files "
-            f"by relative paths that do not lead to a file inside the table "
-            f"({', '.join(escaping[:5])}). Nothing was committed; restore another version."
+            f"by paths that cannot be files of the table "
+            f"({', '.join(invalid[:5])}). Nothing was committed; restore another version."
         )
     if check_files and to_add.num_rows:
         missing = missing_files(root, to_add)

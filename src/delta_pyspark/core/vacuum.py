@@ -30,9 +30,10 @@ version needs it, the link is removed (never its target). A link VACUUM keeps
 also keeps what it points to when that lies inside the table (a linked directory:
 everything under it), since the table may reach those files under the link's name.
 
-A state VACUUM cannot trust is refused before anything is listed for deletion
-(``check_trusted``): a relative path in the log that names the root itself or
-something outside it (empty, ``.``, ``..``), a version checksum (``.crc``) of the
+A state VACUUM cannot trust is refused before anything is committed or deleted
+(``check_trusted``): a path in the log that cannot name a file of the table (a
+relative one that is empty, ``.`` or leaves the root, e.g. through ``..``; an
+absolute one naming the root or a directory above it), a version checksum (``.crc``) of the
 latest version that disagrees with the replayed log, or a live file (or its
 deletion vector) inside the table that does not exist; the same holds for each
 registered shallow clone's state, whose files the source keeps. Each means the log
@@ -144,34 +145,52 @@ def dv_file_path(root: str, dv: dict[str, Any] | None) -> str | None:
     return os.path.normpath(path) if path else None
 
 
-# Relative spellings that can name the root or leave it: empty or dot-only paths,
-# ``..`` segments, and percent-escapes (which may decode to either).
-_SUSPECT_PATH = r"^[./]*$|\.\.|%"
+# Spellings worth resolving (the rest cannot fail ``_names_a_file``): relative ones
+# that are empty or dot-only, or hold ``..`` or percent-escapes; absolute ones with
+# escapes, dot segments, doubled or trailing slashes, or no longer than the root.
+_SUSPECT_RELATIVE = r"^[./]*$|\.\.|%"
+_SUSPECT_ABSOLUTE = r"%|/\.|//|/$"
 
 
-def escaping_paths(root: str, files: pa.Table) -> list[str]:
-    """Relative paths in ``files`` (data files and deletion-vector files) that do not
-    name a file strictly inside ``root``, as the log spells them.
+def _names_a_file(root: str, local: str | None, relative: bool) -> bool:
+    """A relative spelling must resolve strictly inside the root; an absolute one
+    anywhere but the root or a directory above it (those hold the table, they are not
+    one of its files)."""
+    if local is None:
+        return False
+    if relative:
+        return is_inside(root, local)
+    return local != root and not is_inside(local, root)
 
-    Absolute paths and URIs are allowed by the protocol and left alone: nothing
-    outside the root is ever listed, so they can only keep files, never doom one.
+
+def invalid_paths(root: str, files: pa.Table) -> list[str]:
+    """Paths in ``files`` (data files and deletion-vector files) that cannot name a
+    file of the table at ``root``, as the log spells them: relative ones that are
+    empty, ``.``, or leave the root after normalisation, and absolute ones naming the
+    root or a directory above it. Other absolute paths and URIs are allowed by the
+    protocol: nothing outside the root is ever listed, so they never doom a file.
     """
     out = []
     paths = files.column("path")
-    suspect = paths.filter(pc.fill_null(pc.match_substring_regex(paths, _SUSPECT_PATH), True))
-    for path in suspect.to_pylist():
-        if not isinstance(path, str) or (
-            is_relative(path) and not is_inside(root, resolve_path(root, path))
+    local = pc.replace_substring_regex(paths, r"^file:(//[^/]*)?", "")
+    absolute = pc.or_(pc.starts_with(paths, "/"), pc.starts_with(paths, "file:"))
+    odd = pc.or_(
+        pc.match_substring_regex(local, _SUSPECT_ABSOLUTE),
+        pc.less_equal(pc.utf8_length(local), len(root)),
+    )
+    suspect = pc.or_(pc.match_substring_regex(paths, _SUSPECT_RELATIVE), pc.and_(absolute, odd))
+    for path in paths.filter(pc.fill_null(suspect, True)).to_pylist():
+        if not isinstance(path, str) or not _names_a_file(
+            root, resolve_path(root, path), is_relative(path)
         ):
             out.append(f"path {path!r}")
     if "deletionVector" in files.column_names:
         dvs = files.column("deletionVector")
         if dvs.null_count < len(dvs):
             for dv in dvs.filter(pc.is_valid(dvs)).to_pylist():
-                if not relative_dv(dv):
+                if dv.get("storageType") == "i":
                     continue
-                local = dv_file_path(root, dv)
-                if local is None or not is_inside(root, local):
+                if not _names_a_file(root, dv_file_path(root, dv), relative_dv(dv)):
                     out.append(f"deletion vector {dv['pathOrInlineDv']!r}")
     return out
 
@@ -250,14 +269,13 @@ def check_trusted(
     root = local_root(snapshot.table_root)
     vacuum_root = vacuum_root or root
     tombstones = recent_tombstones(snapshot, delete_before_ms)
-    bad = [f"add {p}" for p in escaping_paths(root, snapshot.files)]
-    bad += [f"remove {p}" for p in escaping_paths(root, tombstones)]
+    bad = [f"add {p}" for p in invalid_paths(root, snapshot.files)]
+    bad += [f"remove {p}" for p in invalid_paths(root, tombstones)]
     if bad:
         raise CorruptLogError(
             _refusal(
                 snapshot,
-                f"relative path(s) in the log that do not name a file inside the table: "
-                f"{_shown(bad)}",
+                f"path(s) in the log that cannot name a file of the table: {_shown(bad)}",
             )
         )
     crc = checksum.read_checksum(log.store, log.log_dir, snapshot.version)
