@@ -146,17 +146,18 @@ def dv_file_path(root: str, dv: dict[str, Any] | None) -> str | None:
 
 
 # Spellings worth resolving (the rest cannot fail ``_names_a_file``): relative ones
-# that are empty or dot-only, or hold ``..`` or percent-escapes; absolute ones with
-# escapes, dot segments, doubled or trailing slashes, or no longer than the root.
-_SUSPECT_RELATIVE = r"^[./]*$|\.\.|%"
-_SUSPECT_ABSOLUTE = r"%|/\.|//|/$"
+# that are empty or dot-only, or hold ``..``, percent-escapes or NUL; absolute ones
+# with escapes, NUL, dot segments, doubled or trailing slashes, or no longer than
+# the root.
+_SUSPECT_RELATIVE = r"^[./]*$|\.\.|%|\x00"
+_SUSPECT_ABSOLUTE = r"%|\x00|/\.|//|/$"
 
 
 def _names_a_file(root: str, local: str | None, relative: bool) -> bool:
     """A relative spelling must resolve strictly inside the root; an absolute one
     anywhere but the root or a directory above it (those hold the table, they are not
     one of its files)."""
-    if local is None:
+    if local is None or "\x00" in local:  # no file system path holds a NUL
         return False
     if relative:
         return is_inside(root, local)
