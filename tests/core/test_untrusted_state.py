@@ -226,6 +226,7 @@ def test_invalid_paths_accepts_absolute_paths_and_inner_dot_dots(tmp_path: Path)
         f"{root}/a.parquet",
         f"file://{root}/x/../a.parquet",
         f"{root}2",  # a sibling sharing the root's name as a prefix
+        f"{root}/a.parquet?not-a-query",  # a plain path: "?" is part of the name
         "",
         ".",
         "x/..",
@@ -244,10 +245,12 @@ def test_invalid_paths_accepts_absolute_paths_and_inner_dot_dots(tmp_path: Path)
         f"file://localhost{root}",
         f"file://{root}/x/..",
         f"file://{quote(root)}%2F..",
+        f"file://{root}?query",
+        f"file://{root}#fragment",
         str(tmp_path),
     ]
     files = pa.table({"path": paths})
-    assert invalid_paths(root, files) == [f"path {p!r}" for p in paths[10:]]
+    assert invalid_paths(root, files) == [f"path {p!r}" for p in paths[11:]]
 
 
 # --------------------------------------------------------------------------- checksum, missing

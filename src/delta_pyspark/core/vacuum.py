@@ -147,10 +147,10 @@ def dv_file_path(root: str, dv: dict[str, Any] | None) -> str | None:
 
 # Spellings worth resolving (the rest cannot fail ``_names_a_file``): relative ones
 # that are empty or dot-only, or hold ``..``, percent-escapes or NUL; absolute ones
-# with escapes, NUL, dot segments, doubled or trailing slashes, or no longer than
-# the root.
+# with escapes, NUL, dot segments, doubled or trailing slashes, a URI query or
+# fragment, or no longer than the root.
 _SUSPECT_RELATIVE = r"^[./]*$|\.\.|%|\x00"
-_SUSPECT_ABSOLUTE = r"%|\x00|/\.|//|/$"
+_SUSPECT_ABSOLUTE = r"%|\x00|/\.|//|/$|[?#]"
 
 
 def _names_a_file(root: str, local: str | None, relative: bool) -> bool:
