@@ -227,10 +227,13 @@ def recent_tombstones(snapshot: Snapshot, delete_before_ms: int) -> pa.Table:
     return tombstones.filter(pc.greater(when, delete_before_ms))
 
 
-def snapshot_references(snapshot: Snapshot, delete_before_ms: int) -> set[str]:
-    """Files ``snapshot`` needs: its live files and the tombstones newer than the cutoff."""
+def snapshot_references(
+    snapshot: Snapshot, delete_before_ms: int, live: set[str] | None = None
+) -> set[str]:
+    """Files ``snapshot`` needs: its live files (``live``, when already resolved) and
+    the tombstones newer than the cutoff."""
     root = local_root(snapshot.table_root)
-    out = referenced_files(root, snapshot.files)
+    out = referenced_files(root, snapshot.files) if live is None else set(live)
     recent = recent_tombstones(snapshot, delete_before_ms)
     if recent.num_rows:
         out |= referenced_files(root, recent)
@@ -260,12 +263,14 @@ def check_trusted(
     delete_before_ms: int,
     listed: set[str],
     vacuum_root: str | None = None,
+    live: set[str] | None = None,
 ) -> None:
     """Raise unless ``snapshot`` can decide which files are garbage (see the module doc).
 
     ``listed`` holds the files VACUUM listed under ``vacuum_root`` (the snapshot's own
     root unless it is a shallow clone of the vacuumed table); a live file there missing
     from it is looked up on disk (it may sit under a hidden or linked directory).
+    ``live``: the snapshot's ``referenced_files``, when the caller has them already.
     """
     root = local_root(snapshot.table_root)
     vacuum_root = vacuum_root or root
@@ -288,7 +293,7 @@ def check_trusted(
         )
     missing = sorted(
         p
-        for p in referenced_files(root, snapshot.files)
+        for p in (referenced_files(root, snapshot.files) if live is None else live)
         if p not in listed and is_inside(vacuum_root, p) and not os.path.exists(p)
     )
     if missing:
@@ -587,10 +592,11 @@ def plan_vacuum(
     # listed, one committed before it is in the references of the snapshot below.
     listing = list_table_files(root, _partition_names(snapshot))
     snapshot = log.update(snapshot)
+    live = referenced_files(root, snapshot.files)
     listed = None if trust_damaged_log else {f.path for f in listing.files}
     if listed is not None:
-        check_trusted(log, snapshot, cutoff, listed)
-    keep = snapshot_references(snapshot, cutoff) | clone_references(root, cutoff, listed)
+        check_trusted(log, snapshot, cutoff, listed, live=live)
+    keep = snapshot_references(snapshot, cutoff, live) | clone_references(root, cutoff, listed)
     doomed = sorted(
         (f for f in listing.files if f.modification_time < cutoff and f.path not in keep),
         key=lambda f: f.path,
