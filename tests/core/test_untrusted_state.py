@@ -1,5 +1,5 @@
 """Destructive commands on a log or a directory that cannot be trusted: VACUUM refuses
-escaping paths, a disagreeing ``.crc`` and missing live files (deleting nothing)
+invalid paths, a disagreeing ``.crc`` and missing live files (deleting nothing)
 unless ``trust_damaged_log``; no command follows a symbolic link out of the table;
 RESTORE and CLONE never read, copy or write outside the tables through a relative
 path. Canary files outside the table and behind links must survive every command."""
@@ -114,7 +114,7 @@ def refuse(log: DeltaLog, error: type[DeltaError] = DeltaError) -> list[str]:
     return messages
 
 
-# --------------------------------------------------------------------------- escaping paths
+# --------------------------------------------------------------------------- invalid paths
 
 
 @pytest.mark.parametrize(

@@ -33,7 +33,7 @@ def execute_vacuum(
     absolute local paths); a real run returns an empty DataFrame, as delta-spark's
     Python API does, and records VACUUM START/END in the table history.
 
-    A damaged log (``core/vacuum.py``: escaping paths, a disagreeing ``.crc``, missing
+    A damaged log (``core/vacuum.py``: invalid paths, a disagreeing ``.crc``, missing
     live files) raises ``CorruptLogError`` and deletes nothing unless the session sets
     ``spark.databricks.delta.vacuum.trustDamagedLog=true``.
     """
