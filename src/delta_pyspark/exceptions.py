@@ -30,6 +30,11 @@ class CorruptLogError(DeltaError):
     """The transaction log is malformed: never read past it silently."""
 
 
+class ChecksumMismatchError(CorruptLogError):
+    """A version checksum (``NNN.crc``) disagrees with the replayed log: one of them is
+    damaged, so commands that delete files refuse to act on that state."""
+
+
 class UnsupportedTableFeatureError(DeltaError):
     """The table needs a reader or writer feature this implementation lacks."""
 

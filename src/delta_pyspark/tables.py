@@ -258,7 +258,13 @@ class DeltaTable:
         return execute_purge(self._spark, self._log, condition)
 
     def vacuum(self, retentionHours: float | None = None, dryRun: bool = False) -> DataFrame:
-        """Delete files no version within the retention period references."""
+        """Delete files no version within the retention period references.
+
+        Refuses, deleting nothing, with a ``CorruptLogError`` (``ChecksumMismatchError``
+        when the latest ``.crc`` disagrees) when the log does not describe the files on
+        disk: the files it would call unused might be live. After checking the table by
+        other means, set ``spark.databricks.delta.vacuum.trustDamagedLog=true`` to run it.
+        """
         from delta_pyspark.spark.vacuum import execute_vacuum
 
         return execute_vacuum(self._spark, self._log, retentionHours, dry_run=dryRun)

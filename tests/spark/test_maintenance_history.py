@@ -19,6 +19,7 @@ from delta_pyspark.core.restore import RestoreMissingFilesError, prepare_restore
 from delta_pyspark.core.transaction import Transaction
 from delta_pyspark.core.vacuum import registered_clones, resolve_path
 from delta_pyspark.exceptions import (
+    ChecksumMismatchError,
     DeltaAnalysisException,
     DeltaIllegalArgumentException,
     VersionNotFoundError,
@@ -28,6 +29,7 @@ from delta_pyspark.tables import DeltaTable
 
 SCHEMA = "id long, v string, p string"
 CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
+TRUST = "spark.databricks.delta.vacuum.trustDamagedLog"
 
 
 def _rows(spark: Any, path: str, **options: Any) -> list[tuple]:
@@ -136,6 +138,27 @@ def test_vacuum_retention_check_and_override(spark: Any, tmp_path: Path) -> None
     with _conf(spark, CHECK, "false"):
         dt.vacuum(1)  # allowed now; the files are younger than an hour: nothing goes
     assert _rows(spark, path, versionAsOf=0) == sorted(_data(0, 4), key=repr)
+
+
+def test_vacuum_refuses_a_disagreeing_checksum_unless_trusted(spark: Any, tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    _write(spark, path, _data(0, 4), False)
+    _write(spark, path, _data(4, 8), False, mode="overwrite")
+    log = DeltaLog(path)
+    crc = Path(log.log_dir) / f"{log.snapshot().version:020d}.crc"
+    crc.write_text(crc.read_text().replace('"numFiles":', '"numFiles":1', 1))
+    on_disk = sorted(str(p) for p in Path(path).rglob("*") if p.is_file())
+    dt = DeltaTable.forPath(spark, path)
+
+    with _conf(spark, CHECK, "false"), pytest.warns(UserWarning, match="disagrees"):
+        with pytest.raises(ChecksumMismatchError, match=f"{TRUST}=true"):
+            dt.vacuum(0)
+        assert sorted(str(p) for p in Path(path).rglob("*") if p.is_file()) == on_disk
+        with _conf(spark, TRUST, "true"):
+            dt.vacuum(0)
+
+    assert not any(os.path.exists(f) for f in _files(path, 0))
+    assert _rows(spark, path) == sorted(_data(4, 8), key=repr)
 
 
 def test_vacuum_dry_run_lists_and_deletes_nothing(spark: Any, tmp_path: Path) -> None:

@@ -4,7 +4,9 @@ Written after each commit from the post-commit state; when present they are
 checked against the replayed state. They are optional and never trusted: a
 malformed one is ignored, and one that disagrees with the replayed log is
 surfaced as a ``ChecksumMismatchWarning`` naming both values (the commits, not
-the checksum, define the table).
+the checksum, define the table). Reads go on after the warning, but VACUUM, which
+deletes files, refuses a latest version whose checksum disagrees (``core/vacuum.py``):
+one of the two is damaged, and it cannot tell which.
 """
 
 from __future__ import annotations
@@ -79,20 +81,53 @@ def read_checksum(store: LogStore, log_dir: str, version: int) -> dict[str, Any]
     return crc
 
 
-def validate(state: TableState, crc: dict[str, Any], path: str) -> None:
-    """Compare the replayed state with its checksum and warn about any disagreement."""
+def _protocol_key(p: dict[str, Any]) -> tuple[Any, ...]:
+    return (
+        p.get("minReaderVersion"),
+        p.get("minWriterVersion"),
+        frozenset(p.get("readerFeatures") or ()),
+        frozenset(p.get("writerFeatures") or ()),
+    )
+
+
+def _schema(schema_string: Any) -> Any:
+    try:
+        return json.loads(schema_string)
+    except (TypeError, ValueError):
+        return schema_string
+
+
+def disagreements(state: TableState, crc: dict[str, Any]) -> list[str]:
+    """How a checksum differs from the replayed state: file count, table size, and the
+    metadata (id, schema, partitioning, configuration) and protocol it records, if any.
+
+    Engines spell the same metadata differently (field order, empty feature lists), so
+    only values the protocol defines are compared, schemas as parsed JSON.
+    """
     problems = []
     if int(crc["numFiles"]) != state.files.num_rows:
         problems.append(f"numFiles {crc['numFiles']} != {state.files.num_rows}")
     if int(crc["tableSizeBytes"]) != table_size(state):
         problems.append(f"tableSizeBytes {crc['tableSizeBytes']} != {table_size(state)}")
     meta = crc.get("metadata")
-    if (
-        isinstance(meta, dict)
-        and state.metadata
-        and meta.get("id") not in (None, state.metadata.id)
-    ):
-        problems.append(f"metadata id {meta.get('id')} != {state.metadata.id}")
+    if isinstance(meta, dict) and state.metadata is not None:
+        mine = state.metadata.to_dict()
+        for key in ("id", "partitionColumns", "configuration", "schemaString"):
+            theirs, ours = meta.get(key), mine.get(key)
+            if key == "schemaString":
+                theirs, ours = _schema(theirs), _schema(ours)
+            if key in meta and theirs != ours:
+                problems.append(f"metadata {key} differs")
+    proto = crc.get("protocol")
+    ours = state.protocol.to_dict() if state.protocol is not None else None
+    if isinstance(proto, dict) and ours is not None and _protocol_key(proto) != _protocol_key(ours):
+        problems.append(f"protocol {proto} != {ours}")
+    return problems
+
+
+def validate(state: TableState, crc: dict[str, Any], path: str) -> None:
+    """Warn about any disagreement between the replayed state and its checksum."""
+    problems = disagreements(state, crc)
     if problems:
         warnings.warn(
             f"version checksum {path} disagrees with the log: {'; '.join(problems)}",

@@ -21,6 +21,16 @@ features; a replaced table's protocol is never downgraded). commitInfo records
 operation ``CLONE`` with ``source``, ``sourceVersion`` and ``isShallow`` and
 delta-spark's metrics.
 
+Clones never reach outside the tables involved through a relative path: a source
+version whose log names a file by an empty, ``.`` or escaping (``..``) relative path,
+or by an absolute path naming its directory or one above it, is refused with
+``CorruptLogError``, and a deep clone refuses a source file reached
+through a symbolic link that leads out of the source table
+(``DeltaUnsupportedOperationException``), both before anything is written. Copies
+are only ever written below the target root, never through a link out of it.
+Absolute source paths are the protocol's way to name files elsewhere and are copied
+(deep) or referenced (shallow) as written.
+
 Shallow clones are registered in the source directory
 (``_delta_clones/<uuid>.json``, see ``core/vacuum.py``) before their commit, so the
 source's VACUUM keeps the files they use; a failed clone removes its registry
@@ -52,11 +62,19 @@ from delta_pyspark.core.table_features import protocol_for
 from delta_pyspark.core.transaction import Transaction
 from delta_pyspark.core.vacuum import (
     dv_file_path,
+    invalid_paths,
+    is_inside,
+    is_relative,
     local_root,
     register_shallow_clone,
+    relative_dv,
     resolve_path,
 )
-from delta_pyspark.exceptions import DeltaAnalysisException
+from delta_pyspark.exceptions import (
+    CorruptLogError,
+    DeltaAnalysisException,
+    DeltaUnsupportedOperationException,
+)
 
 _logger = logging.getLogger(__name__)
 
@@ -108,10 +126,12 @@ class _Copier:
 
     target_root: str
     created: list[str] = field(default_factory=list)
+    checked_dirs: set[str] = field(default_factory=set)
 
     def copy(self, src: str, dest: str) -> bool:
         """Copy ``src`` to ``dest`` unless ``dest`` exists (then False, nothing written)."""
         directory = os.path.dirname(dest)
+        self._check_inside(directory)  # before creating anything
         os.makedirs(directory, exist_ok=True)
         tmp = os.path.join(directory, f".{os.path.basename(dest)}.{uuid.uuid4().hex}.tmp")
         shutil.copyfile(src, tmp)
@@ -123,6 +143,19 @@ class _Copier:
             os.unlink(tmp)
         self.created.append(dest)
         return True
+
+    def _check_inside(self, directory: str) -> None:
+        """Refuse to write where a link (e.g. in a replaced table) leads out of the target."""
+        if directory in self.checked_dirs:
+            return
+        real_root = os.path.realpath(self.target_root)
+        real = os.path.realpath(directory)
+        if real != real_root and not is_inside(real_root, real):
+            raise DeltaUnsupportedOperationException(
+                f"deep clone into {self.target_root}: {directory} leads outside the target "
+                f"(to {real}) through a symbolic link; remove the link and clone again"
+            )
+        self.checked_dirs.add(directory)
 
     def cleanup(self) -> None:
         for path in self.created:
@@ -150,12 +183,32 @@ def _is_absolute(log_path: str) -> bool:
     return log_path.startswith(("/", "file:")) or "://" in log_path
 
 
+def _check_no_link_out(root: str, adds: list[dict[str, Any]]) -> None:
+    """Refuse a file the source names relatively but that a symbolic link takes outside
+    the source table: copying it would copy a file that is no part of the table."""
+    real_root = os.path.realpath(root)
+    for add in adds:
+        named = [(add["path"], resolve_path(root, add["path"]))] if is_relative(add["path"]) else []
+        dv = add.get("deletionVector")
+        if dv and relative_dv(dv):
+            named.append((dv["pathOrInlineDv"], dv_file_path(root, dv)))
+        for log_path, local in named:
+            real = os.path.realpath(local) if local is not None else real_root
+            if not is_inside(real_root, real):
+                raise DeltaUnsupportedOperationException(
+                    f"deep clone of {root}: {log_path!r} resolves through a symbolic link to "
+                    f"{real}, outside the source table; copy that file into the table (or "
+                    "remove the link) first, or make a shallow clone"
+                )
+
+
 def deep_adds(
     source: Snapshot, target_root: str, copier: _Copier, parallelism: int = 8
 ) -> list[dict[str, Any]]:
     """Copy the source's data and DV files into ``target_root``; their adds."""
     root = local_root(source.table_root)
     adds = add_actions(source.files, data_change=True)
+    _check_no_link_out(root, adds)
     parts = len(source.partition_columns)
     dv_jobs: dict[str, tuple[str, str]] = {}  # source DV file -> (prefix, file uuid)
     for add in adds:
@@ -255,6 +308,13 @@ def clone_table(
     """Clone a version of ``source_log``'s table to the directory ``target``."""
     source = _source_snapshot(source_log, version, timestamp_ms)
     source_root = local_root(source.table_root)
+    invalid = invalid_paths(source_root, source.files)
+    if invalid:
+        raise CorruptLogError(
+            f"cannot clone {source.table_root} at version {source.version}: its log names files "
+            f"by paths that cannot be files of the table "
+            f"({', '.join(invalid[:5])}). Nothing was written; clone another version."
+        )
     target_root = os.path.normpath(os.path.abspath(to_local_path(target)))
     target_log = DeltaLog(target_root)
     existing = (

@@ -21,6 +21,12 @@ append raises ``ConcurrentAppendException`` under ``Serializable``, while under
 ``WriteSerializable`` (the default) it is ordered after the restore: the restore
 commits and the appended rows stay, exactly as if the append had run just after it.
 A failed restore writes nothing.
+
+The files added back must lie inside the table when named by a relative path: a
+version whose log names one by an empty, ``.`` or escaping (``..``) relative path,
+or by an absolute path naming the table directory or one above it, is refused with
+``CorruptLogError`` before anything outside the table is even looked at. Other
+absolute paths (a shallow clone's files) are restored as written.
 """
 
 from __future__ import annotations
@@ -40,8 +46,12 @@ from delta_pyspark.core.log_replay import KEY_COLUMN
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.table_features import implied_writer_features, reader_features
 from delta_pyspark.core.transaction import Transaction
-from delta_pyspark.core.vacuum import dv_file_path, local_root, resolve_path
-from delta_pyspark.exceptions import DeltaIllegalArgumentException, VersionNotFoundError
+from delta_pyspark.core.vacuum import dv_file_path, invalid_paths, local_root, resolve_path
+from delta_pyspark.exceptions import (
+    CorruptLogError,
+    DeltaIllegalArgumentException,
+    VersionNotFoundError,
+)
 
 METRIC_COLUMNS = (
     ("tableSizeAfterRestore", "table_size_after_restore"),
@@ -216,8 +226,16 @@ def prepare_restore(
     to_add = old.filter(add_mask).drop_columns([KEY_COLUMN])
     to_remove = new.filter(remove_mask).drop_columns([KEY_COLUMN])
 
+    root = local_root(current.table_root)
+    invalid = invalid_paths(root, to_add)
+    if invalid:
+        raise CorruptLogError(
+            f"cannot restore {current.table_root} to version {version}: its log names files "
+            f"by paths that cannot be files of the table "
+            f"({', '.join(invalid[:5])}). Nothing was committed; restore another version."
+        )
     if check_files and to_add.num_rows:
-        missing = missing_files(local_root(current.table_root), to_add)
+        missing = missing_files(root, to_add)
         if missing:
             shown = ", ".join(missing[:5])
             raise RestoreMissingFilesError(

@@ -22,7 +22,25 @@ A file under the table root is kept when any of these hold:
 Everything else is deleted, then directories left empty by the deletion are
 removed. Nothing outside the table root is ever listed, so a file an ``add``
 references by absolute path elsewhere (a shallow clone's source file) can never
-be deleted by the clone's VACUUM. Symbolic links to directories are not followed.
+be deleted by the clone's VACUUM.
+
+Symbolic links are never followed. A link to a directory, or a dangling one, is
+neither entered nor deleted. A link to a file is a file like any other: when no
+version needs it, the link is removed (never its target). A link VACUUM keeps
+also keeps what it points to when that lies inside the table (a linked directory:
+everything under it), since the table may reach those files under the link's name.
+
+A state VACUUM cannot trust is refused before anything is committed or deleted
+(``check_trusted``): a path in the log that cannot name a file of the table (a
+relative one that is empty, ``.`` or leaves the root, e.g. through ``..``; an
+absolute one naming the root or a directory above it), a version checksum (``.crc``) of the
+latest version that disagrees with the replayed log, or a live file (or its
+deletion vector) inside the table that does not exist; the same holds for each
+registered shallow clone's state, whose files the source keeps. Each means the log
+no longer describes the files on disk, and the files VACUUM would then call garbage
+may be live ones. ``trust_damaged_log=True`` (Spark:
+``spark.databricks.delta.vacuum.trustDamagedLog=true``) skips these checks, for
+a user who has verified the table by other means.
 
 Shallow clones: CLONE records every shallow clone in the *source* directory under
 ``_delta_clones/<uuid>.json`` (``{"clonePath": ..., "sourceVersion": ...}``). The
@@ -40,6 +58,7 @@ Only local file systems are supported, like ``log_store_for``.
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import time
@@ -53,6 +72,7 @@ from urllib.parse import unquote, urlparse
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from delta_pyspark.core import checksum
 from delta_pyspark.core import table_properties as props
 from delta_pyspark.core.column_mapping import column_mapping_mode, physical_name
 from delta_pyspark.core.deletion_vectors import DeletionVectorDescriptor
@@ -60,12 +80,21 @@ from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.log_store import to_local_path
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.transaction import Transaction
-from delta_pyspark.exceptions import DeltaError, DeltaIllegalArgumentException
+from delta_pyspark.exceptions import (
+    ChecksumMismatchError,
+    CorruptLogError,
+    DeltaError,
+    DeltaIllegalArgumentException,
+)
+
+_logger = logging.getLogger(__name__)
 
 CLONE_REGISTRY_DIR = "_delta_clones"
 """Directory (hidden from readers and VACUUM) in a source table listing its shallow clones."""
 
 RETENTION_CHECK_CONF = "spark.databricks.delta.retentionDurationCheck.enabled"
+TRUST_DAMAGED_LOG_CONF = "spark.databricks.delta.vacuum.trustDamagedLog"
+"""Spark conf for ``trust_damaged_log``: VACUUM acts on a state it would refuse."""
 _HOUR_MS = 3_600_000
 _URI_WITH_AUTHORITY = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
 
@@ -76,6 +105,16 @@ _URI_WITH_AUTHORITY = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
 def local_root(table_root: str) -> str:
     """The table root as a normalised absolute local path (``file:`` URIs accepted)."""
     return os.path.abspath(to_local_path(table_root))
+
+
+def is_relative(log_path: str) -> bool:
+    """Whether a log path is resolved against the table root (no scheme, no leading /)."""
+    return not (log_path.startswith(("file:", "/")) or _URI_WITH_AUTHORITY.match(log_path))
+
+
+def is_inside(root: str, local: str) -> bool:
+    """Whether the normalised path ``local`` lies strictly below the directory ``root``."""
+    return local.startswith(root.rstrip(os.sep) + os.sep)
 
 
 def resolve_path(root: str, log_path: str) -> str:
@@ -106,6 +145,66 @@ def dv_file_path(root: str, dv: dict[str, Any] | None) -> str | None:
     return os.path.normpath(path) if path else None
 
 
+# Spellings worth resolving (the rest cannot fail ``_names_a_file``): relative ones
+# that are empty or dot-only, or hold ``..``, percent-escapes or NUL; absolute ones
+# with escapes, NUL, dot segments, doubled or trailing slashes, a URI query or
+# fragment, or no longer than the root.
+_SUSPECT_RELATIVE = r"^[./]*$|\.\.|%|\x00"
+_SUSPECT_ABSOLUTE = r"%|\x00|/\.|//|/$|[?#]"
+
+
+def _names_a_file(root: str, local: str | None, relative: bool) -> bool:
+    """A relative spelling must resolve strictly inside the root; an absolute one
+    anywhere but the root or a directory above it (those hold the table, they are not
+    one of its files)."""
+    if local is None or "\x00" in local:  # no file system path holds a NUL
+        return False
+    if relative:
+        return is_inside(root, local)
+    return local != root and not is_inside(local, root)
+
+
+def invalid_paths(root: str, files: pa.Table) -> list[str]:
+    """Paths in ``files`` (data files and deletion-vector files) that cannot name a
+    file of the table at ``root``, as the log spells them: relative ones that are
+    empty, ``.``, or leave the root after normalisation, and absolute ones naming the
+    root or a directory above it. Other absolute paths and URIs are allowed by the
+    protocol: nothing outside the root is ever listed, so they never doom a file.
+    """
+    out = []
+    paths = files.column("path")
+    local = pc.replace_substring_regex(paths, r"^file:(//[^/]*)?", "")
+    absolute = pc.or_(pc.starts_with(paths, "/"), pc.starts_with(paths, "file:"))
+    odd = pc.or_(
+        pc.match_substring_regex(local, _SUSPECT_ABSOLUTE),
+        pc.less_equal(pc.utf8_length(local), len(root)),
+    )
+    suspect = pc.or_(pc.match_substring_regex(paths, _SUSPECT_RELATIVE), pc.and_(absolute, odd))
+    for path in paths.filter(pc.fill_null(suspect, True)).to_pylist():
+        if not isinstance(path, str) or not _names_a_file(
+            root, resolve_path(root, path), is_relative(path)
+        ):
+            out.append(f"path {path!r}")
+    if "deletionVector" in files.column_names:
+        dvs = files.column("deletionVector")
+        if dvs.null_count < len(dvs):
+            for dv in dvs.filter(pc.is_valid(dvs)).to_pylist():
+                if dv.get("storageType") == "i":
+                    continue
+                if not _names_a_file(root, dv_file_path(root, dv), relative_dv(dv)):
+                    out.append(f"deletion vector {dv['pathOrInlineDv']!r}")
+    return out
+
+
+def relative_dv(dv: dict[str, Any]) -> bool:
+    """Whether a deletion vector's file is resolved against the table root: always for
+    'u' (its Z85 text may even start with ``/``), for 'p' when spelled relatively."""
+    desc = DeletionVectorDescriptor.from_dict(dv)
+    return desc.storage_type == "u" or (
+        desc.storage_type == "p" and is_relative(desc.path_or_inline_dv)
+    )
+
+
 def referenced_files(root: str, files: pa.Table) -> set[str]:
     """Local paths of the data files and deletion-vector files of ``files`` rows."""
     out = {resolve_path(root, p) for p in files.column("path").to_pylist()}
@@ -119,17 +218,88 @@ def referenced_files(root: str, files: pa.Table) -> set[str]:
     return out
 
 
-def snapshot_references(snapshot: Snapshot, delete_before_ms: int) -> set[str]:
-    """Files ``snapshot`` needs: its live files and the tombstones newer than the cutoff."""
-    root = local_root(snapshot.table_root)
-    out = referenced_files(root, snapshot.files)
+def recent_tombstones(snapshot: Snapshot, delete_before_ms: int) -> pa.Table:
+    """The tombstones of ``snapshot`` deleted after the cutoff (still within retention)."""
     tombstones = snapshot.tombstones
-    if tombstones.num_rows:
-        when = pc.fill_null(tombstones.column("deletionTimestamp"), 0)
-        recent = tombstones.filter(pc.greater(when, delete_before_ms))
-        if recent.num_rows:
-            out |= referenced_files(root, recent)
+    if not tombstones.num_rows:
+        return tombstones
+    when = pc.fill_null(tombstones.column("deletionTimestamp"), 0)
+    return tombstones.filter(pc.greater(when, delete_before_ms))
+
+
+def snapshot_references(
+    snapshot: Snapshot, delete_before_ms: int, live: set[str] | None = None
+) -> set[str]:
+    """Files ``snapshot`` needs: its live files (``live``, when already resolved) and
+    the tombstones newer than the cutoff."""
+    root = local_root(snapshot.table_root)
+    out = referenced_files(root, snapshot.files) if live is None else set(live)
+    recent = recent_tombstones(snapshot, delete_before_ms)
+    if recent.num_rows:
+        out |= referenced_files(root, recent)
     return out
+
+
+# --------------------------------------------------------------------------- trust
+
+
+def _refusal(snapshot: Snapshot, problem: str) -> str:
+    return (
+        f"VACUUM refuses to run on {snapshot.table_root} at version {snapshot.version}: "
+        f"{problem}. Nothing was deleted. The log no longer describes the files on disk, so "
+        "files it calls unused may be live. Repair the table (e.g. RESTORE a version that "
+        "reads correctly) or, only if you have verified its files by other means, rerun "
+        f"with trust_damaged_log=True (Spark: {TRUST_DAMAGED_LOG_CONF}=true)."
+    )
+
+
+def _shown(items: list[str]) -> str:
+    return ", ".join(items[:5]) + (f" and {len(items) - 5} more" if len(items) > 5 else "")
+
+
+def check_trusted(
+    log: DeltaLog,
+    snapshot: Snapshot,
+    delete_before_ms: int,
+    listed: set[str],
+    vacuum_root: str | None = None,
+    live: set[str] | None = None,
+) -> None:
+    """Raise unless ``snapshot`` can decide which files are garbage (see the module doc).
+
+    ``listed`` holds the files VACUUM listed under ``vacuum_root`` (the snapshot's own
+    root unless it is a shallow clone of the vacuumed table); a live file there missing
+    from it is looked up on disk (it may sit under a hidden or linked directory).
+    ``live``: the snapshot's ``referenced_files``, when the caller has them already.
+    """
+    root = local_root(snapshot.table_root)
+    vacuum_root = vacuum_root or root
+    tombstones = recent_tombstones(snapshot, delete_before_ms)
+    bad = [f"add {p}" for p in invalid_paths(root, snapshot.files)]
+    bad += [f"remove {p}" for p in invalid_paths(root, tombstones)]
+    if bad:
+        raise CorruptLogError(
+            _refusal(
+                snapshot,
+                f"path(s) in the log that cannot name a file of the table: {_shown(bad)}",
+            )
+        )
+    crc = checksum.read_checksum(log.store, log.log_dir, snapshot.version)
+    problems = checksum.disagreements(snapshot.state, crc) if crc is not None else []
+    if problems:
+        path = f"{log.log_dir}/{snapshot.version:020d}.crc"
+        raise ChecksumMismatchError(
+            _refusal(snapshot, f"the version checksum {path} disagrees: {'; '.join(problems)}")
+        )
+    missing = sorted(
+        p
+        for p in (referenced_files(root, snapshot.files) if live is None else live)
+        if p not in listed and is_inside(vacuum_root, p) and not os.path.exists(p)
+    )
+    if missing:
+        raise CorruptLogError(
+            _refusal(snapshot, f"{len(missing)} live file(s) do not exist: {_shown(missing)}")
+        )
 
 
 # --------------------------------------------------------------------------- retention
@@ -180,8 +350,9 @@ class ListedFile:
 class Listing:
     """Non-hidden files and directories under a table root (root excluded)."""
 
-    files: list[ListedFile] = field(default_factory=list)
+    files: list[ListedFile] = field(default_factory=list)  # links to files included
     dirs: dict[str, int] = field(default_factory=dict)  # path -> modification time (ms)
+    links: list[str] = field(default_factory=list)  # every symbolic link, never entered
 
 
 def is_hidden(name: str, partition_columns: Iterable[str]) -> bool:
@@ -212,17 +383,39 @@ def list_table_files(root: str, partition_columns: Iterable[str]) -> Listing:
             try:
                 st = entry.stat(follow_symlinks=False)
                 is_dir = entry.is_dir(follow_symlinks=False)
+                is_link = entry.is_symlink()
+                # a link to a directory, or a dangling one, is never a file to delete
+                is_file = not is_link or os.path.isfile(entry.path)
             except FileNotFoundError:
                 continue  # deleted while listing
             mtime = int(st.st_mtime * 1000)
+            if is_link:
+                listing.links.append(os.path.normpath(entry.path))
             if is_dir:
                 if os.path.isdir(os.path.join(entry.path, "_delta_log")):
                     continue  # a nested Delta table: its files are its own
                 listing.dirs[os.path.normpath(entry.path)] = mtime
                 stack.append(entry.path)
-            else:
+            elif is_file:
                 listing.files.append(ListedFile(os.path.normpath(entry.path), st.st_size, mtime))
     return listing
+
+
+def spare_link_targets(root: str, links: list[str], doomed: list[ListedFile]) -> list[ListedFile]:
+    """``doomed`` without what the links VACUUM keeps point at inside the table: the
+    table may name those files through the link, so they are not garbage."""
+    going = {f.path for f in doomed}
+    real_root = os.path.realpath(root)
+    targets = []
+    for link in links:
+        if link in going:
+            continue  # an unused link to a file: the link goes, its target is not protected
+        target = os.path.realpath(link)
+        if target == real_root or is_inside(real_root, target):
+            targets.append(os.path.normpath(os.path.join(root, os.path.relpath(target, real_root))))
+    if not targets:
+        return doomed
+    return [f for f in doomed if not any(f.path == t or is_inside(t, f.path) for t in targets)]
 
 
 def _partition_names(snapshot: Snapshot) -> list[str]:
@@ -292,9 +485,16 @@ def registered_clones(table_root: str) -> list[CloneEntry]:
     return out
 
 
-def clone_references(table_root: str, delete_before_ms: int) -> set[str]:
+def clone_references(
+    table_root: str, delete_before_ms: int, listed: set[str] | None = None
+) -> set[str]:
     """Files under any table the registered shallow clones of ``table_root`` (and
-    their clones, transitively) still need."""
+    their clones, transitively) still need.
+
+    With ``listed`` (the files VACUUM listed under ``table_root``) each clone's state
+    must pass ``check_trusted`` too: a clone whose log lost a file would let the
+    source delete it.
+    """
     out: set[str] = set()
     seen = {local_root(table_root)}
     queue: list[tuple[str, CloneEntry]] = [(table_root, e) for e in registered_clones(table_root)]
@@ -316,6 +516,14 @@ def clone_references(table_root: str, delete_before_ms: int) -> set[str]:
                 f"cannot read shallow clone {clone_root} registered in {entry.registry_file} "
                 f"({e}); VACUUM refuses to run rather than delete files it may use"
             ) from e
+        if listed is not None:
+            try:
+                check_trusted(clone_log, clone, delete_before_ms, listed, local_root(table_root))
+            except CorruptLogError as e:
+                raise type(e)(
+                    f"shallow clone {clone_root} (registered in {entry.registry_file}) may use "
+                    f"files of {table_root}: {e}"
+                ) from e
         out |= snapshot_references(clone, delete_before_ms)
         queue.extend((clone_root, e) for e in registered_clones(clone_root))
     return out
@@ -368,8 +576,13 @@ def plan_vacuum(
     check_enabled: bool = True,
     now_ms: int | None = None,
     snapshot: Snapshot | None = None,
+    trust_damaged_log: bool = False,
 ) -> VacuumPlan:
-    """List the table directory and choose the files to delete (deletes nothing)."""
+    """List the table directory and choose the files to delete (deletes nothing).
+
+    Raises ``CorruptLogError`` (``ChecksumMismatchError`` for a disagreeing ``.crc``)
+    when the state cannot be trusted, unless ``trust_damaged_log`` (``check_trusted``).
+    """
     snapshot = snapshot or log.snapshot()
     effective, default = retention_ms(snapshot.configuration, retention_hours, check_enabled)
     now = int(time.time() * 1000) if now_ms is None else now_ms
@@ -379,11 +592,17 @@ def plan_vacuum(
     # listed, one committed before it is in the references of the snapshot below.
     listing = list_table_files(root, _partition_names(snapshot))
     snapshot = log.update(snapshot)
-    keep = snapshot_references(snapshot, cutoff) | clone_references(root, cutoff)
+    live = referenced_files(root, snapshot.files)
+    listed = None if trust_damaged_log else {f.path for f in listing.files}
+    if listed is not None:
+        check_trusted(log, snapshot, cutoff, listed, live=live)
+    keep = snapshot_references(snapshot, cutoff, live) | clone_references(root, cutoff, listed)
     doomed = sorted(
         (f for f in listing.files if f.modification_time < cutoff and f.path not in keep),
         key=lambda f: f.path,
     )
+    if listing.links:
+        doomed = spare_link_targets(root, listing.links, doomed)
     return VacuumPlan(
         snapshot,
         root,
@@ -407,6 +626,24 @@ class VacuumResult:
     num_deleted_files: int = 0
     num_vacuumed_directories: int = 0
     versions: list[int] = field(default_factory=list)  # START and END commits
+
+
+def _in_place(root: str, paths: list[str]) -> list[str]:
+    """``paths`` whose directory still is the one listed: one swapped for a symbolic
+    link since the listing would take the deletion out of the table (skipped, logged)."""
+    real_root = os.path.realpath(root)
+    same: dict[str, bool] = {}
+    out = []
+    for path in paths:
+        directory = os.path.dirname(path)
+        if directory not in same:
+            listed_as = os.path.normpath(os.path.join(real_root, os.path.relpath(directory, root)))
+            same[directory] = os.path.realpath(directory) == listed_as
+            if not same[directory]:
+                _logger.warning("VACUUM: %s changed into a link since listing; skipped", directory)
+        if same[directory]:
+            out.append(path)
+    return out
 
 
 def _delete_all(paths: list[str], parallelism: int) -> int:
@@ -470,10 +707,21 @@ def vacuum(
     now_ms: int | None = None,
     parallelism: int = 8,
     before_delete: Callable[[VacuumPlan], None] | None = None,
+    trust_damaged_log: bool = False,
 ) -> VacuumResult:
     """Run VACUUM; a dry run only plans. A real run commits VACUUM START (with what it
-    will delete), deletes, and commits VACUUM END (COMPLETED, or FAILED and re-raise)."""
-    plan = plan_vacuum(log, retention_hours, check_enabled=check_enabled, now_ms=now_ms)
+    will delete), deletes, and commits VACUUM END (COMPLETED, or FAILED and re-raise).
+
+    A state VACUUM cannot trust (module doc) raises a ``CorruptLogError`` before any
+    commit or deletion; ``trust_damaged_log=True`` acts on it anyway.
+    """
+    plan = plan_vacuum(
+        log,
+        retention_hours,
+        check_enabled=check_enabled,
+        now_ms=now_ms,
+        trust_damaged_log=trust_damaged_log,
+    )
     result = VacuumResult(plan, dry_run)
     if dry_run:
         return result
@@ -496,7 +744,7 @@ def vacuum(
     # Commits that landed since planning (the START commit's snapshot includes them)
     # may reference a listed file again (e.g. a RESTORE of an old version): spare it.
     again = referenced_files(plan.root, log.update(started).files)
-    doomed = [p for p in plan.paths if p not in again]
+    doomed = _in_place(plan.root, [p for p in plan.paths if p not in again])
     try:
         result.num_deleted_files = _delete_all(doomed, parallelism)
         result.num_vacuumed_directories = _remove_empty_dirs(plan, doomed)

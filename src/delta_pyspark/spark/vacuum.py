@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from delta_pyspark.core.delta_log import DeltaLog
-from delta_pyspark.core.vacuum import RETENTION_CHECK_CONF, vacuum
+from delta_pyspark.core.vacuum import RETENTION_CHECK_CONF, TRUST_DAMAGED_LOG_CONF, vacuum
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -19,6 +19,10 @@ def retention_check_enabled(spark: SparkSession) -> bool:
     return str(spark.conf.get(RETENTION_CHECK_CONF, "true")).strip().lower() != "false"
 
 
+def trust_damaged_log(spark: SparkSession) -> bool:
+    return str(spark.conf.get(TRUST_DAMAGED_LOG_CONF, "false")).strip().lower() == "true"
+
+
 def execute_vacuum(
     spark: SparkSession,
     log: DeltaLog,
@@ -27,7 +31,12 @@ def execute_vacuum(
 ) -> DataFrame:
     """Run VACUUM. A dry run returns the files it would delete (column ``path``,
     absolute local paths); a real run returns an empty DataFrame, as delta-spark's
-    Python API does, and records VACUUM START/END in the table history."""
+    Python API does, and records VACUUM START/END in the table history.
+
+    A damaged log (``core/vacuum.py``: invalid paths, a disagreeing ``.crc``, missing
+    live files) raises ``CorruptLogError`` and deletes nothing unless the session sets
+    ``spark.databricks.delta.vacuum.trustDamagedLog=true``.
+    """
     from pyspark.sql.types import StringType, StructField, StructType
 
     # Deleting is file-system I/O: threads by default, one at a time if turned off.
@@ -39,6 +48,7 @@ def execute_vacuum(
         dry_run=dry_run,
         check_enabled=retention_check_enabled(spark),
         parallelism=parallelism,
+        trust_damaged_log=trust_damaged_log(spark),
     )
     if dry_run:
         schema = StructType([StructField("path", StringType(), False)])
