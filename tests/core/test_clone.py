@@ -21,12 +21,11 @@ from delta_pyspark.core.deletion_vectors import DeletionVectorDescriptor, delete
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.log_store import LocalLogStore
 from delta_pyspark.core.snapshot import Snapshot
+from delta_pyspark.core.table_paths import dv_file_path, resolve_path
 from delta_pyspark.core.vacuum import (
     CLONE_REGISTRY_DIR,
-    dv_file_path,
     register_shallow_clone,
     registered_clones,
-    resolve_path,
     vacuum,
 )
 from delta_pyspark.exceptions import DeltaAnalysisException, ProtocolChangedException

@@ -208,7 +208,7 @@ def test_missing_dv_file_is_reported(tmp_path: Path) -> None:
     commit(log, [a])
     dv = add_dv(log, a["path"], [0])  # v2
     remove(log, a["path"], days_ago=0)  # v3
-    from delta_pyspark.core.vacuum import dv_file_path
+    from delta_pyspark.core.table_paths import dv_file_path
 
     dv_path = dv_file_path(str(tmp_path), dv)
     os.unlink(dv_path)

@@ -21,6 +21,7 @@ from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.log_store import LocalLogStore
 from delta_pyspark.core.schema import PrimitiveType, StructField, StructType, schema_to_string
 from delta_pyspark.core.snapshot import Snapshot
+from delta_pyspark.core.table_paths import dv_file_path
 from delta_pyspark.core.transaction import Transaction, create_table
 from delta_pyspark.core.vacuum import is_hidden, plan_vacuum, retention_ms, vacuum
 from delta_pyspark.exceptions import DeltaError, DeltaIllegalArgumentException
@@ -197,8 +198,8 @@ def test_dv_files_of_live_files_stay_those_of_removed_files_go_after_retention(
     dv_b1 = add_dv(log, b["path"], [0], prefix_length=2)  # replaced by the next DV
     add_dv(log, b["path"], [0, 1])
     root = str(tmp_path)
-    dv_file_a = vacuum_module.dv_file_path(root, dv_a)
-    dv_file_b1 = vacuum_module.dv_file_path(root, dv_b1)
+    dv_file_a = dv_file_path(root, dv_a)
+    dv_file_b1 = dv_file_path(root, dv_b1)
     assert dv_file_b1 is not None and "/" in os.path.relpath(dv_file_b1, root)  # prefix dir
     age_all(tmp_path)
 
@@ -211,7 +212,7 @@ def test_dv_files_of_live_files_stay_those_of_removed_files_go_after_retention(
     assert dv_file_a is not None and os.path.exists(dv_file_a)
     live = log.snapshot()
     for dv in live.files.column("deletionVector").to_pylist():
-        assert os.path.exists(vacuum_module.dv_file_path(root, dv))
+        assert os.path.exists(dv_file_path(root, dv))
 
 
 # --------------------------------------------------------------------------- never touched

@@ -16,8 +16,9 @@ import pytest
 
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.restore import RestoreMissingFilesError, prepare_restore
+from delta_pyspark.core.table_paths import resolve_path
 from delta_pyspark.core.transaction import Transaction
-from delta_pyspark.core.vacuum import registered_clones, resolve_path
+from delta_pyspark.core.vacuum import registered_clones
 from delta_pyspark.exceptions import (
     ChecksumMismatchError,
     DeltaAnalysisException,
@@ -457,7 +458,7 @@ def test_clone_of_a_table_with_deletion_vectors(
 def test_deletion_vectors_written_by_dml_through_vacuum_restore_and_clone(
     spark: Any, tmp_path: Path
 ) -> None:
-    from delta_pyspark.core.vacuum import dv_file_path
+    from delta_pyspark.core.table_paths import dv_file_path
 
     path = str(tmp_path / "t")
     df = spark.createDataFrame(_data(0, 20), SCHEMA).repartition(2)

@@ -59,17 +59,17 @@ from delta_pyspark.core.log_store import to_local_path
 from delta_pyspark.core.restore import add_actions, merge_protocols
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.table_features import protocol_for
-from delta_pyspark.core.transaction import Transaction
-from delta_pyspark.core.vacuum import (
+from delta_pyspark.core.table_paths import (
     dv_file_path,
     invalid_paths,
     is_inside,
     is_relative,
     local_root,
-    register_shallow_clone,
     relative_dv,
     resolve_path,
 )
+from delta_pyspark.core.transaction import Transaction
+from delta_pyspark.core.vacuum import register_shallow_clone
 from delta_pyspark.exceptions import (
     CorruptLogError,
     DeltaAnalysisException,
@@ -188,7 +188,9 @@ def _check_no_link_out(root: str, adds: list[dict[str, Any]]) -> None:
     the source table: copying it would copy a file that is no part of the table."""
     real_root = os.path.realpath(root)
     for add in adds:
-        named = [(add["path"], resolve_path(root, add["path"]))] if is_relative(add["path"]) else []
+        named: list[tuple[str, str | None]] = (
+            [(add["path"], resolve_path(root, add["path"]))] if is_relative(add["path"]) else []
+        )
         dv = add.get("deletionVector")
         if dv and relative_dv(dv):
             named.append((dv["pathOrInlineDv"], dv_file_path(root, dv)))

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import array
 import itertools
+import posixpath
 import secrets
 import string
 import struct
@@ -26,7 +27,6 @@ import numpy as np
 from pyroaring import AbstractBitMap, AbstractBitMap64, BitMap64
 
 from delta_pyspark.core.log_store import LogStore
-from delta_pyspark.core.table_paths import relative_path_problem
 from delta_pyspark.exceptions import (
     CorruptLogError,
     DeltaError,
@@ -176,8 +176,8 @@ class DeletionVectorDescriptor:
         if len(raw) != 16:
             raise CorruptLogError(f"deletion vector path {self.path_or_inline_dv!r} has no UUID")
         file_id = uuid.UUID(bytes=raw)
-        # the prefix is a relative directory: never absolute, never climbing out
-        if prefix.startswith("/") or relative_path_problem(f"{prefix}/x") is not None:
+        # the prefix is a directory below the root: never absolute, never climbing out
+        if prefix and posixpath.normpath(f"{prefix}/x").startswith(("/", "../")):
             raise CorruptLogError(
                 f"deletion vector path {self.path_or_inline_dv!r} leads outside the table"
             )

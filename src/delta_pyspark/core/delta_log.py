@@ -154,7 +154,9 @@ class DeltaLog:
             )
         check_readable(state.protocol, self.table_root)
         snapshot = Snapshot(self.table_root, state, segment, self._timestamp_of(state, segment))
-        validate_state(state, snapshot.schema, lambda path: self._locate(segment, path))
+        validate_state(
+            state, snapshot.schema, self.table_root, lambda path: self._locate(segment, path)
+        )
         crc = checksum.read_checksum(self.store, self.log_dir, state.version)
         if crc is not None:
             checksum.validate(state, crc, f"{self.log_dir}/{state.version:020d}.crc")

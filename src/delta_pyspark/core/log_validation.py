@@ -5,8 +5,8 @@ checks the state those actions add up to, column-wise over the file list, so a d
 or hostile log is reported as ``CorruptLogError`` instead of becoming wrong rows, a
 read outside the table, or a destructive guess (VACUUM deleting a file an add names):
 
-- every ``add``/``remove`` path is a usable file reference: not empty, and a relative
-  path stays inside the table root (absolute paths and URIs are the protocol's to allow);
+- every ``add``/``remove`` path can name a file of the table (``table_paths``: a relative
+  one that is empty or leaves the root, or an absolute one naming the root or above, cannot);
 - every ``add`` has a size in ``[0, 2^63)``;
 - every partition column is a schema column, and every ``add`` gives each of them a
   value (possibly null; keyed by physical name under column mapping): a missing key
@@ -24,20 +24,14 @@ import pyarrow.compute as pc
 from delta_pyspark.core.column_mapping import column_mapping_mode, physical_name
 from delta_pyspark.core.log_replay import TableState, canonical_path, int64_scalar, utf8_scalar
 from delta_pyspark.core.schema import StructType
-from delta_pyspark.core.table_paths import relative_path_problem
+from delta_pyspark.core.table_paths import invalid_dv_paths, invalid_file_paths, local_root
 from delta_pyspark.exceptions import CorruptLogError
-
-# Relative paths that may not name a file inside the table: empty, or with a "." or ".."
-# segment, or an escaped "." or "/" (which decodes into one). Only rows this matches are
-# decoded and normalised one by one.
-_SUSPECT_PATH = r"^$|(^|/)\.\.?(/|$)|%2[eEfF]"
-
 
 # Names the log file (and version) an action on a data file came from; None: the state.
 Locate = Callable[[str | None], str]
 
 
-def validate_state(state: TableState, schema: StructType, where: Locate) -> None:
+def validate_state(state: TableState, schema: StructType, table_root: str, where: Locate) -> None:
     """Raise ``CorruptLogError`` (naming the log file, the field and the data file) if
     ``state`` breaks one of the rules in this module's docstring."""
     assert state.metadata is not None
@@ -47,8 +41,9 @@ def validate_state(state: TableState, schema: StructType, where: Locate) -> None
         raise CorruptLogError(
             f"{where(None)}: metaData.partitionColumns names {unknown}, which the schema lacks"
         )
+    root = local_root(table_root)
     for table, kind in ((state.files, "add"), (state.tombstones, "remove")):
-        _check_paths(table, kind, where)
+        _check_paths(table, kind, root, where)
     files = state.files
     if files.num_rows == 0:
         return
@@ -65,15 +60,21 @@ def _first(table: pa.Table, mask: pa.ChunkedArray | pa.Array) -> str | None:
     return hits[0].as_py() if len(hits) else None
 
 
-def _check_paths(table: pa.Table, kind: str, where: Locate) -> None:
-    paths = table.column("path")
-    if paths.null_count:
+def _check_paths(table: pa.Table, kind: str, root: str, where: Locate) -> None:
+    if table.column("path").null_count:
         raise CorruptLogError(f"{where(None)}: an {kind} action has no path")
-    suspects = paths.filter(pc.match_substring_regex(paths, _SUSPECT_PATH))
-    for path in suspects.to_pylist():
-        problem = relative_path_problem(path)
-        if problem is not None:
-            raise CorruptLogError(f"{where(path)}: {kind}.path {path!r} {problem}")
+    bad = invalid_file_paths(root, table)
+    if bad:
+        raise CorruptLogError(
+            f"{where(bad[0])}: {kind}.path {bad[0]!r} cannot name a file of the table (empty, "
+            "the root itself, or outside it)"
+        )
+    vectors = invalid_dv_paths(root, table)
+    if vectors:
+        raise CorruptLogError(
+            f"{where(None)}: {kind}.deletionVector {vectors[0]!r} cannot name a file of the "
+            "table (it leads outside it)"
+        )
 
 
 def _check_sizes(files: pa.Table, where: Locate) -> None:

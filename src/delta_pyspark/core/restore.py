@@ -45,8 +45,8 @@ from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.log_replay import KEY_COLUMN
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.table_features import implied_writer_features, reader_features
+from delta_pyspark.core.table_paths import dv_file_path, invalid_paths, local_root, resolve_path
 from delta_pyspark.core.transaction import Transaction
-from delta_pyspark.core.vacuum import dv_file_path, invalid_paths, local_root, resolve_path
 from delta_pyspark.exceptions import (
     CorruptLogError,
     DeltaIllegalArgumentException,

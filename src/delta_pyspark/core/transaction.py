@@ -137,7 +137,8 @@ class Transaction:
         self._adds.extend(dict(a) for a in adds)
 
     def remove_files(self, removes: Iterable[Mapping[str, Any]]) -> None:
-        self._removes.extend(dict(r) for r in removes)
+        """Removes to commit; ``dataChange`` (required by the protocol) defaults to true."""
+        self._removes.extend({"dataChange": True, **r} for r in removes)
 
     def delete_rows(self, files: pa.Table, rows: Sequence[np.ndarray]) -> list[FileRowDeletes]:
         """Delete ``rows[i]`` (physical row indexes) of file ``i`` with deletion vectors.
