@@ -32,7 +32,7 @@ class CorruptLogError(DeltaError):
 
 class ChecksumMismatchError(CorruptLogError):
     """A version checksum (``NNN.crc``) disagrees with the replayed log: one of them is
-    damaged, so commands that delete files refuse to act on that state."""
+    damaged, so the version is not read (delta-spark: DELTA_TXN_LOG_FAILED_INTEGRITY)."""
 
 
 class UnsupportedTableFeatureError(DeltaError):

@@ -5,7 +5,6 @@ refused with a typed error saying why), and agree with the reference outputs and
 from __future__ import annotations
 
 import json
-import warnings
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -15,11 +14,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from data_paths import GOLDEN, TESTDATA
-from delta_pyspark.core.checksum import ChecksumMismatchWarning
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.table_features import SUPPORTED_READER_FEATURES
 from delta_pyspark.exceptions import (
+    ChecksumMismatchError,
     CorruptLogError,
     DeltaError,
     DeltaTableNotFoundError,
@@ -78,14 +77,13 @@ REFUSED_OTHER: dict[str, tuple[type[DeltaError], str, list[str] | None]] = {
     ),
     # Only a malformed 0.crc and no commit: there is no table here.
     "kernel/crc-malformed": (DeltaTableNotFoundError, "no commit or checkpoint", None),
+    # Its 0.crc claims 10 files; the commit adds none (a fixture for parsing checksums).
+    "kernel/crc-full": (ChecksumMismatchError, "numFiles 10 != 0", None),
 }
 
 
-def _load(path: Path) -> tuple[Snapshot, list[warnings.WarningMessage]]:
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        snapshot = DeltaLog(str(path)).snapshot()
-    return snapshot, [w for w in caught if issubclass(w.category, ChecksumMismatchWarning)]
+def _load(path: Path) -> Snapshot:
+    return DeltaLog(str(path)).snapshot()
 
 
 def _deltalake_view(path: Path) -> dict[str, Any] | None:
@@ -155,9 +153,8 @@ def _live_row_count(table: Path, snapshot: Snapshot) -> int:
 def test_golden_table_matches_reference_output(name: str) -> None:
     table = GOLDEN / name / "delta"
     expected = sorted((GOLDEN / name / "expected").rglob("*.parquet"))
-    snapshot, mismatches = _load(table)
+    snapshot = _load(table)  # a checksum disagreeing with the log would raise
 
-    assert mismatches == []
     assert snapshot.version == _latest_version_on_disk(table)
     top_level = snapshot.schema.field_names
     assert expected, f"{name}: no expected Parquet files"
@@ -202,14 +199,14 @@ def test_no_delta_log_folder_is_not_a_delta_table() -> None:
 def test_metadata_only_golden_table(name: str) -> None:
     version, num_files = METADATA_ONLY_GOLDEN[name]
     table = GOLDEN / name / "delta"
-    snapshot, _ = _load(table)
+    snapshot = _load(table)
     assert (snapshot.version, snapshot.num_files) == (version, num_files)
     if name not in DELTALAKE_KNOWN_DIFFERENT:
         _assert_matches_deltalake(table, snapshot)
 
 
 def test_special_characters_path_is_kept_as_written() -> None:
-    snapshot, _ = _load(GOLDEN / "log-replay-special-characters-b" / "delta")
+    snapshot = _load(GOLDEN / "log-replay-special-characters-b" / "delta")
     (path,) = _live_paths(snapshot)
     assert unquote(path) == "special p@#h"
 
@@ -227,7 +224,7 @@ def test_commit_info_of_metadata_only_table_is_in_history() -> None:
 
 
 def test_corrupt_last_checkpoint_falls_back_to_listing() -> None:
-    snapshot, _ = _load(GOLDEN / "corrupted-last-checkpoint-kernel" / "delta")
+    snapshot = _load(GOLDEN / "corrupted-last-checkpoint-kernel" / "delta")
     assert snapshot.version == 11
     assert snapshot.segment.checkpoint is not None
 
@@ -246,7 +243,7 @@ def test_other_implementation_table_loads_or_is_refused(rel: str) -> None:
             assert getattr(info.value, "features", None) == features
         return
     try:
-        snapshot, mismatches = _load(table)
+        snapshot = _load(table)
     except UnsupportedTableFeatureError as e:
         # A refusal must name features this implementation really lacks.
         assert e.features, str(e)
@@ -254,17 +251,12 @@ def test_other_implementation_table_loads_or_is_refused(rel: str) -> None:
             assert feature in str(e)
             assert feature not in SUPPORTED_READER_FEATURES
         return
-    if rel == "kernel/crc-full":  # its 0.crc claims 10 files; the commit adds none
-        assert len(mismatches) == 1
-        assert "numFiles 10 != 0" in str(mismatches[0].message)
-    else:
-        assert mismatches == []
     assert snapshot.num_files == len(set(snapshot.files_with_keys.column("_key").to_pylist()))
     _assert_matches_deltalake(table, snapshot)
 
 
 def test_kernel_app_transactions() -> None:
-    snapshot, _ = _load(TESTDATA / "kernel" / "app-txn-with-last-updated")
+    snapshot = _load(TESTDATA / "kernel" / "app-txn-with-last-updated")
     txns = {app: t.version for app, t in snapshot.set_transactions.items()}
     assert txns
     raw = [
@@ -280,7 +272,7 @@ def test_kernel_app_transactions() -> None:
 
 
 def test_delta_rs_domain_metadata() -> None:
-    snapshot, _ = _load(TESTDATA / "delta-rs" / "table-with-domain-metadata")
+    snapshot = _load(TESTDATA / "delta-rs" / "table-with-domain-metadata")
     assert snapshot.domain_metadata
     for name, domain in snapshot.domain_metadata.items():
         assert domain.domain == name
@@ -305,7 +297,7 @@ def test_struct_only_checkpoint_stats_are_kept(rel: str) -> None:
     snapshot must keep those stats (as JSON or a ``stats_parsed`` column) or data skipping
     and ``files --json`` lose them. delta-rs reads numRecords for every file."""
     table = TESTDATA / rel
-    snapshot, _ = _load(table)
+    snapshot = _load(table)
     ours = {r["path"]: _num_records(r) for r in snapshot.files.to_pylist()}
     import deltalake
 

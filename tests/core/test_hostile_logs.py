@@ -250,6 +250,34 @@ def test_a_stray_commit_with_a_huge_version_is_reported_fast(tmp_path: Path) -> 
     corrupt(tmp_path, "99999999999999999999.json", "beyond 2^63 - 1")
 
 
+def test_a_lost_newest_commit_is_reported_when_its_checksum_remains(tmp_path: Path) -> None:
+    make_table(tmp_path)
+    log = DeltaLog(str(tmp_path))
+    (tmp_path / "_delta_log" / f"{3:020d}.crc").write_text(
+        json.dumps({"numFiles": 3, "tableSizeBytes": log.snapshot().size_in_bytes})
+    )
+    assert log.snapshot().version == 3  # the checksum agrees with its commit
+    commit_path(tmp_path, 3).unlink()
+    corrupt(tmp_path, "checksum of version 3 exists", "log ends at version 2")
+    assert DeltaLog(str(tmp_path)).snapshot(2).num_files == 2  # time travel reads on
+
+
+@pytest.mark.parametrize("dv", [None, DV])
+def test_a_commit_adding_and_removing_one_logical_file_is_corrupt(
+    tmp_path: Path, dv: dict[str, Any] | None
+) -> None:
+    """E.g. a DELETE's re-add lost its ``deletionVector`` field: the rows it deleted
+    would come back. The protocol forbids one (path, vector) in both lists of a commit."""
+    make_table(tmp_path)
+    vector = {} if dv is None else {"deletionVector": dv}
+    remove = {"remove": {"path": "f1.parquet", "dataChange": True, **vector}}
+    write_commit(tmp_path, 4, [remove, add("f1.parquet", **vector)])
+    corrupt(tmp_path, "00000000000000000004.json", "adds and removes the same file 'f1.parquet'")
+    # a commit that also has other files goes through the column-wise parser: same error
+    write_commit(tmp_path, 4, [remove, add("f1.parquet", **vector), add("f9.parquet")])
+    corrupt(tmp_path, "00000000000000000004.json", "adds and removes the same file 'f1.parquet'")
+
+
 def test_a_last_checkpoint_hint_that_is_a_directory_is_ignored(tmp_path: Path) -> None:
     make_table(tmp_path)
     (tmp_path / "_delta_log" / "_last_checkpoint").mkdir()

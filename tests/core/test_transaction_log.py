@@ -4,7 +4,6 @@ concurrent blind appends, version checksums and history rows."""
 from __future__ import annotations
 
 import json
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -12,11 +11,12 @@ import pytest
 
 from delta_pyspark import __version__
 from delta_pyspark.core.actions import DomainMetadata, Protocol
-from delta_pyspark.core.checksum import ChecksumMismatchWarning, read_checksum
+from delta_pyspark.core.checksum import read_checksum
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.transaction import Transaction, create_table
 from delta_pyspark.exceptions import (
+    ChecksumMismatchError,
     ConcurrentDeleteDeleteException,
     DeltaAnalysisException,
     DeltaError,
@@ -169,33 +169,31 @@ def test_concurrent_create_is_refused(log: DeltaLog, tmp_path: Path) -> None:
 def test_checksums_are_written_and_valid(log: DeltaLog, tmp_path: Path) -> None:
     append(log, add("a"), add("b", size=50))
     append(log, add("c", "c", size=7))
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", ChecksumMismatchWarning)
-        for v in range(3):
-            snapshot = DeltaLog(str(tmp_path)).snapshot(v)
-            crc = read_checksum(log.store, log.log_dir, v)
-            assert crc is not None, v
-            assert crc["numFiles"] == snapshot.num_files
-            assert crc["tableSizeBytes"] == snapshot.size_in_bytes
-            assert (crc["numMetadata"], crc["numProtocol"]) == (1, 1)
-            assert crc["metadata"]["id"] == snapshot.metadata.id
-            assert crc["protocol"] == snapshot.protocol.to_dict()
-            assert crc["txnId"] == commit_lines(tmp_path, v)[0]["commitInfo"]["txnId"]
+    for v in range(3):
+        snapshot = DeltaLog(str(tmp_path)).snapshot(v)  # a disagreeing checksum would raise
+        crc = read_checksum(log.store, log.log_dir, v)
+        assert crc is not None, v
+        assert crc["numFiles"] == snapshot.num_files
+        assert crc["tableSizeBytes"] == snapshot.size_in_bytes
+        assert (crc["numMetadata"], crc["numProtocol"]) == (1, 1)
+        assert crc["metadata"]["id"] == snapshot.metadata.id
+        assert crc["protocol"] == snapshot.protocol.to_dict()
+        assert crc["txnId"] == commit_lines(tmp_path, v)[0]["commitInfo"]["txnId"]
     assert read_checksum(log.store, log.log_dir, 2)["tableSizeBytes"] == 157
 
 
-def test_tampered_checksum_warns(log: DeltaLog, tmp_path: Path) -> None:
+def test_tampered_checksum_is_refused(log: DeltaLog, tmp_path: Path) -> None:
     append(log, add("a"))
     path = tmp_path / "_delta_log" / f"{1:020d}.crc"
     crc = json.loads(path.read_text())
     path.write_text(json.dumps({**crc, "numFiles": 5}))
-    with pytest.warns(ChecksumMismatchWarning, match=r"numFiles 5 != 1"):
-        snapshot = DeltaLog(str(tmp_path)).snapshot()
-    assert snapshot.num_files == 1  # the log, not the checksum, defines the table
-    path.write_text("{not json")
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", ChecksumMismatchWarning)
-        assert DeltaLog(str(tmp_path)).snapshot().num_files == 1  # malformed: ignored
+    with pytest.raises(ChecksumMismatchError, match=r"00000000000000000001\.crc.*numFiles 5 != 1"):
+        DeltaLog(str(tmp_path)).snapshot()
+    assert DeltaLog(str(tmp_path)).snapshot(0).version == 0  # other versions still read
+    path.write_text("{not json")  # malformed: ignored, the log defines the table
+    assert DeltaLog(str(tmp_path)).snapshot().num_files == 1
+    path.unlink()  # the documented way to read on once the commits are known to be right
+    assert DeltaLog(str(tmp_path)).snapshot().num_files == 1
 
 
 def test_history_rows(log: DeltaLog) -> None:

@@ -1,19 +1,18 @@
 """Version checksum files ``NNN.crc`` (PROTOCOL.md "Version Checksum File").
 
 Written after each commit from the post-commit state; when present they are
-checked against the replayed state. They are optional and never trusted: a
-malformed one is ignored, and one that disagrees with the replayed log is
-surfaced as a ``ChecksumMismatchWarning`` naming both values (the commits, not
-the checksum, define the table). Reads go on after the warning, but VACUUM, which
-deletes files, refuses a latest version whose checksum disagrees (``core/vacuum.py``):
-one of the two is damaged, and it cannot tell which.
+checked against the replayed state. They are optional: a malformed one is ignored
+(with a warning in the log), but one that disagrees with the replayed log means the
+log or the checksum is damaged, and neither can be trusted over the other: loading
+that version raises ``ChecksumMismatchError`` naming both values, as delta-spark's
+``DELTA_TXN_LOG_FAILED_INTEGRITY`` does by default. A user who has checked that the
+commits are right deletes the ``.crc`` file (checksums are optional) to read on.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import warnings
 from typing import Any
 
 import pyarrow.compute as pc
@@ -21,13 +20,9 @@ import pyarrow.compute as pc
 from delta_pyspark.core.log_replay import TableState
 from delta_pyspark.core.log_segment import checksum_name
 from delta_pyspark.core.log_store import LogStore
-from delta_pyspark.exceptions import FileAlreadyExistsError
+from delta_pyspark.exceptions import ChecksumMismatchError, FileAlreadyExistsError
 
 log = logging.getLogger(__name__)
-
-
-class ChecksumMismatchWarning(UserWarning):
-    """A version checksum file disagrees with the state replayed from the log."""
 
 
 def table_size(state: TableState) -> int:
@@ -126,11 +121,12 @@ def disagreements(state: TableState, crc: dict[str, Any]) -> list[str]:
 
 
 def validate(state: TableState, crc: dict[str, Any], path: str) -> None:
-    """Warn about any disagreement between the replayed state and its checksum."""
+    """Raise ``ChecksumMismatchError`` if the replayed state and its checksum disagree."""
     problems = disagreements(state, crc)
     if problems:
-        warnings.warn(
-            f"version checksum {path} disagrees with the log: {'; '.join(problems)}",
-            ChecksumMismatchWarning,
-            stacklevel=3,
+        raise ChecksumMismatchError(
+            f"[DELTA_TXN_LOG_FAILED_INTEGRITY] version checksum {path} disagrees with the log "
+            f"replayed to version {state.version}: {'; '.join(problems)}. The log or the "
+            "checksum is damaged; if the commits are known to be right, delete the .crc file "
+            "(checksums are optional) to read the table as its commits say."
         )

@@ -157,6 +157,14 @@ def parse_actions(data: bytes, source: str) -> CommitActions:
     out = CommitActions()
     for lineno, line in enumerate(data.splitlines(), 1):
         _parse_line(out, line, source, lineno)
+    if out.adds and out.removes:
+        both = {action_key(a) for a in out.adds} & {action_key(r) for r in out.removes}
+        if both:
+            path = min(both).split("\x00")[0]
+            raise CorruptLogError(
+                f"{source}: adds and removes the same file {path!r} (with the same deletion "
+                "vector) in one commit, which the protocol forbids: a line was lost or altered"
+            )
     return out
 
 
@@ -569,7 +577,20 @@ def _parse_columnar(items: Iterable[tuple[bytes, str]]) -> CommitBatch:
         _file_action_table(lines[kind], kind, schema, map_keys[kind])
         for _, kind, schema in _FILE_LINES
     )
+    if adds.num_rows and removes.num_rows:
+        both = pc.is_in(
+            _in_commit(removes, lines["remove"].commits),
+            value_set=_in_commit(adds, lines["add"].commits),
+        )
+        if pc.any(both).as_py():
+            raise _NotColumnar("a commit adds and removes one file: let the line parser name it")
     return CommitBatch(commits, adds, lines["add"].commits, removes, lines["remove"].commits)
+
+
+def _in_commit(table: pa.Table, commits: Sequence[int]) -> pa.Array:
+    """Each row's key prefixed with the index of its commit (keys compared per commit)."""
+    index = pc.cast(_int64_array(commits), pa.string())
+    return pc.binary_join_element_wise(index, combined(table.column(KEY_COLUMN)), _NUL)
 
 
 def _file_action_table(

@@ -146,6 +146,7 @@ class _Listing:
     checkpoints: dict[int, list[Checkpoint]] = field(default_factory=dict)
     compactions: list[Compaction] = field(default_factory=list)
     any_file: bool = False
+    newest_checksum: int = -1
 
 
 def _check_version(name: str, log_dir: str) -> None:
@@ -177,6 +178,8 @@ def scan_log(store: LogStore, log_dir: str, start_version: int) -> _Listing:
         elif m := _MULTIPART.match(name):
             v, part, parts = int(m.group(1)), int(m.group(2)), int(m.group(3))
             multipart.setdefault((v, parts), {})[part] = status
+        elif m := _CHECKSUM.match(name):
+            listing.newest_checksum = max(listing.newest_checksum, int(m.group(1)))
         elif m := COMPACTION_PATTERN.match(name):
             start, end = int(m.group(1)), int(m.group(2))
             if end > start:
@@ -212,6 +215,16 @@ def build_log_segment(
         start = int(hint["version"])
     listing = scan_log(store, log_dir, start)
     segment = _segment_from(listing, log_dir, version, use_compactions)
+    if version is None and segment is not None and listing.newest_checksum > segment.version:
+        # A checksum is written after its commit: listed without it, the commit may have
+        # landed between two names of the listing. Listed again, it must be there.
+        listing = scan_log(store, log_dir, start)
+        segment = _segment_from(listing, log_dir, version, use_compactions)
+        if segment is not None and listing.newest_checksum > segment.version:
+            raise CorruptLogError(
+                f"{log_dir}: the checksum of version {listing.newest_checksum} exists but the "
+                f"log ends at version {segment.version}: its newest commit(s) were lost"
+            )
     if segment is None and start > 0:
         log.warning("_last_checkpoint points at version %d which is unusable; listing all", start)
         listing = scan_log(store, log_dir, 0)
