@@ -12,7 +12,7 @@ from urllib.parse import quote
 import pytest
 
 from delta_pyspark.core.delta_log import DeltaLog
-from delta_pyspark.exceptions import DeltaAnalysisException
+from delta_pyspark.exceptions import DeltaAnalysisException, UnsupportedTableFeatureError
 from delta_pyspark.tables import DeltaTable
 
 # File names a glob would expand, with decoys that the pattern would match instead.
@@ -128,3 +128,38 @@ def test_insert_only_merge_on_an_append_only_table_is_allowed(spark: Any, tmp_pa
     source = spark.range(3, 8).selectExpr("id")
     table.alias("t").merge(source.alias("s"), "t.id = s.id").whenNotMatchedInsertAll().execute()
     assert _ids(table.toDF()) == list(range(8))
+
+
+@pytest.mark.parametrize("operation", ["append", "delete", "update", "merge"])
+def test_a_table_needing_an_unknown_writer_feature_is_refused_before_any_file_is_written(
+    spark: Any, tmp_path: Path, operation: str
+) -> None:
+    root = tmp_path / "t"
+    spark.range(10).write.format("delta").save(str(root))
+    protocol = {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": [],
+                "writerFeatures": ["futureFeature"]}  # fmt: skip
+    (root / "_delta_log" / f"{1:020d}.json").write_text(
+        json.dumps({"commitInfo": {"operation": "UPGRADE PROTOCOL"}})
+        + "\n"
+        + json.dumps({"protocol": protocol})
+        + "\n"
+    )
+    table = DeltaTable.forPath(spark, str(root))
+    assert _ids(table.toDF()) == list(range(10))  # readable: no reader feature is needed
+    before = _data_files(root)
+    with pytest.raises(UnsupportedTableFeatureError, match="futureFeature"):
+        if operation == "append":
+            spark.range(3).write.format("delta").mode("append").save(str(root))
+        elif operation == "delete":
+            table.delete("id = 3")
+        elif operation == "update":
+            table.update("id = 3", {"id": "30"})
+        else:
+            source = spark.range(3, 12).selectExpr("id")
+            (
+                table.alias("t")
+                .merge(source.alias("s"), "t.id = s.id")
+                .whenNotMatchedInsertAll()
+                .execute()
+            )
+    assert _data_files(root) == before

@@ -201,6 +201,14 @@ class Transaction:
 
     # ------------------------------------------------------------ commit
 
+    def check_writable(self) -> None:
+        """Refuse a table whose protocol needs a writer feature this package lacks.
+
+        Writes and DML call this before writing any data file; the commit checks the
+        protocol it commits again.
+        """
+        check_writable(self.protocol, self.log.table_root, _legacy_features_in_use(self.metadata))
+
     def check_data_removable(self) -> None:
         """Refuse an operation that removes or changes rows on an append-only table.
 
@@ -214,8 +222,8 @@ class Transaction:
             )
 
     def _validate(self) -> None:
-        md, protocol = self.metadata, self.protocol
-        check_writable(protocol, self.log.table_root, _legacy_features_in_use(md))
+        md = self.metadata
+        self.check_writable()
         if self.snapshot is None and self._metadata is None:
             raise DeltaAnalysisException("creating a table requires its metadata")
         if any(r.get("dataChange", True) for r in self._all_removes):

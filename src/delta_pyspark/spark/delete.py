@@ -44,6 +44,7 @@ def execute_delete(
     start = time.monotonic()
     snapshot = log.snapshot()
     txn = Transaction(log, snapshot)
+    txn.check_writable()
     txn.check_data_removable()
     sql = condition_sql(condition)
     files = snapshot.files

@@ -329,6 +329,7 @@ class MergeCommand:
         cached: list[DataFrame] = []
         try:
             txn = Transaction(self.log, snapshot)
+            txn.check_writable()
             if any(c.when != "notMatched" for c in self.clauses):
                 txn.check_data_removable()
             plan = self._plan_for(snapshot, src)

@@ -54,6 +54,7 @@ def execute_update(
     schema = snapshot.schema
     grouped = resolve_assignments(schema, assignments, "UPDATE")
     txn = Transaction(log, snapshot)
+    txn.check_writable()
     txn.check_data_removable()
     sql = condition_sql(condition)
     cond = F.lit(True) if condition is None else F.coalesce(as_column(condition), F.lit(False))

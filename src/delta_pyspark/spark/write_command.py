@@ -143,6 +143,8 @@ def write_delta(
 
     data_schema = from_spark_schema(df.schema)
     overwrite = mode == "overwrite"
+    if snapshot is not None:
+        txn.check_writable()
     if overwrite and snapshot is not None:
         txn.check_data_removable()
     merge_schema = _truthy(request.opt("mergeSchema", "false")) or auto_merge(spark)
