@@ -260,10 +260,11 @@ class DeltaTable:
     def vacuum(self, retentionHours: float | None = None, dryRun: bool = False) -> DataFrame:
         """Delete files no version within the retention period references.
 
-        Refuses, deleting nothing, with a ``CorruptLogError`` (``ChecksumMismatchError``
-        when the latest ``.crc`` disagrees) when the log does not describe the files on
-        disk: the files it would call unused might be live. After checking the table by
-        other means, set ``spark.databricks.delta.vacuum.trustDamagedLog=true`` to run it.
+        Refuses, deleting nothing, with a ``CorruptLogError`` when the log does not describe
+        the files on disk (a damaged log, a disagreeing ``.crc``, a live file missing): the
+        files it would call unused might be live. After checking the table by other means,
+        ``spark.databricks.delta.vacuum.trustDamagedLog=true`` runs it past the missing-file
+        check.
         """
         from delta_pyspark.spark.vacuum import execute_vacuum
 

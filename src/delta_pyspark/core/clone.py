@@ -61,7 +61,6 @@ from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.table_features import protocol_for
 from delta_pyspark.core.table_paths import (
     dv_file_path,
-    invalid_paths,
     is_inside,
     is_relative,
     local_root,
@@ -71,7 +70,6 @@ from delta_pyspark.core.table_paths import (
 from delta_pyspark.core.transaction import Transaction
 from delta_pyspark.core.vacuum import register_shallow_clone
 from delta_pyspark.exceptions import (
-    CorruptLogError,
     DeltaAnalysisException,
     DeltaUnsupportedOperationException,
 )
@@ -310,13 +308,6 @@ def clone_table(
     """Clone a version of ``source_log``'s table to the directory ``target``."""
     source = _source_snapshot(source_log, version, timestamp_ms)
     source_root = local_root(source.table_root)
-    invalid = invalid_paths(source_root, source.files)
-    if invalid:
-        raise CorruptLogError(
-            f"cannot clone {source.table_root} at version {source.version}: its log names files "
-            f"by paths that cannot be files of the table "
-            f"({', '.join(invalid[:5])}). Nothing was written; clone another version."
-        )
     target_root = os.path.normpath(os.path.abspath(to_local_path(target)))
     target_log = DeltaLog(target_root)
     existing = (

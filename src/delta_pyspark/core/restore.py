@@ -45,10 +45,9 @@ from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.log_replay import KEY_COLUMN
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.table_features import implied_writer_features, reader_features
-from delta_pyspark.core.table_paths import dv_file_path, invalid_paths, local_root, resolve_path
+from delta_pyspark.core.table_paths import dv_file_path, local_root, resolve_path
 from delta_pyspark.core.transaction import Transaction
 from delta_pyspark.exceptions import (
-    CorruptLogError,
     DeltaIllegalArgumentException,
     VersionNotFoundError,
 )
@@ -227,13 +226,6 @@ def prepare_restore(
     to_remove = new.filter(remove_mask).drop_columns([KEY_COLUMN])
 
     root = local_root(current.table_root)
-    invalid = invalid_paths(root, to_add)
-    if invalid:
-        raise CorruptLogError(
-            f"cannot restore {current.table_root} to version {version}: its log names files "
-            f"by paths that cannot be files of the table "
-            f"({', '.join(invalid[:5])}). Nothing was committed; restore another version."
-        )
     if check_files and to_add.num_rows:
         missing = missing_files(root, to_add)
         if missing:

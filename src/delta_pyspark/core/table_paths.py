@@ -88,21 +88,9 @@ def _names_a_file(root: str, local: str | None, relative: bool) -> bool:
     return local != root and not is_inside(local, root)
 
 
-def invalid_paths(root: str, files: pa.Table) -> list[str]:
-    """Paths in ``files`` (data files and deletion-vector files) that cannot name a
-    file of the table at ``root``, as the log spells them: relative ones that are
-    empty, ``.``, or leave the root after normalisation, and absolute ones naming the
-    root or a directory above it. Other absolute paths and URIs are allowed by the
-    protocol: nothing outside the root is ever listed, so they never doom a file.
-    """
-    return [f"path {p!r}" for p in invalid_file_paths(root, files)] + [
-        f"deletion vector {p!r}" for p in invalid_dv_paths(root, files)
-    ]
-
-
 def invalid_dv_paths(root: str, files: pa.Table) -> list[str]:
     """The ``pathOrInlineDv`` of the deletion vectors of ``files`` whose file cannot be a
-    file of the table at ``root`` (the rule of ``invalid_paths``)."""
+    file of the table at ``root`` (the rule of ``invalid_file_paths``)."""
     out: list[str] = []
     if "deletionVector" not in files.column_names:
         return out
@@ -118,8 +106,11 @@ def invalid_dv_paths(root: str, files: pa.Table) -> list[str]:
 
 
 def invalid_file_paths(root: str, files: pa.Table) -> list[str]:
-    """The ``path`` values of ``files`` that cannot name a file of the table at ``root``
-    (the rule of ``invalid_paths``), as the log spells them."""
+    """The ``path`` values of ``files`` that cannot name a file of the table at ``root``,
+    as the log spells them: relative ones that are empty, ``.``, or leave the root after
+    normalisation, and absolute ones naming the root or a directory above it. Other
+    absolute paths and URIs are allowed by the protocol (VACUUM lists nothing outside
+    the root, so they never doom a file)."""
     out = []
     paths = files.column("path")
     local = pc.replace_substring_regex(paths, r"^file:(//[^/]*)?", "")

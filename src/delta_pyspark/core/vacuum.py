@@ -30,17 +30,17 @@ version needs it, the link is removed (never its target). A link VACUUM keeps
 also keeps what it points to when that lies inside the table (a linked directory:
 everything under it), since the table may reach those files under the link's name.
 
-A state VACUUM cannot trust is refused before anything is committed or deleted
-(``check_trusted``): a path in the log that cannot name a file of the table (a
-relative one that is empty, ``.`` or leaves the root, e.g. through ``..``; an
-absolute one naming the root or a directory above it), a version checksum (``.crc``) of the
-latest version that disagrees with the replayed log, or a live file (or its
-deletion vector) inside the table that does not exist; the same holds for each
-registered shallow clone's state, whose files the source keeps. Each means the log
-no longer describes the files on disk, and the files VACUUM would then call garbage
-may be live ones. ``trust_damaged_log=True`` (Spark:
-``spark.databricks.delta.vacuum.trustDamagedLog=true``) skips these checks, for
-a user who has verified the table by other means.
+A state VACUUM cannot trust is refused before anything is committed or deleted. The
+log reader already refuses, for every snapshot, paths that cannot name a file of the
+table and a version checksum (``.crc``) that disagrees with the replayed log
+(``log_validation``, ``checksum``). VACUUM adds what only it needs (``check_trusted``):
+every live file (and deletion vector) inside the table must exist, in this table and in
+each registered shallow clone whose files the source keeps. A missing live file means
+the log no longer describes the files on disk (e.g. a changed byte in a path that the
+checksum's count and size cannot see), and the files VACUUM would then call garbage may
+be live ones. ``trust_damaged_log=True`` (Spark:
+``spark.databricks.delta.vacuum.trustDamagedLog=true``) skips this check, for a user who
+has verified the table by other means.
 
 Shallow clones: CLONE records every shallow clone in the *source* directory under
 ``_delta_clones/<uuid>.json`` (``{"clonePath": ..., "sourceVersion": ...}``). The
@@ -70,21 +70,18 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_pyspark.core import checksum
 from delta_pyspark.core import table_properties as props
 from delta_pyspark.core.column_mapping import column_mapping_mode, physical_name
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.table_paths import (
     dv_file_path,
-    invalid_paths,
     is_inside,
     local_root,
     resolve_path,
 )
 from delta_pyspark.core.transaction import Transaction
 from delta_pyspark.exceptions import (
-    ChecksumMismatchError,
     CorruptLogError,
     DeltaError,
     DeltaIllegalArgumentException,
@@ -154,9 +151,7 @@ def _shown(items: list[str]) -> str:
 
 
 def check_trusted(
-    log: DeltaLog,
     snapshot: Snapshot,
-    delete_before_ms: int,
     listed: set[str],
     vacuum_root: str | None = None,
     live: set[str] | None = None,
@@ -170,23 +165,6 @@ def check_trusted(
     """
     root = local_root(snapshot.table_root)
     vacuum_root = vacuum_root or root
-    tombstones = recent_tombstones(snapshot, delete_before_ms)
-    bad = [f"add {p}" for p in invalid_paths(root, snapshot.files)]
-    bad += [f"remove {p}" for p in invalid_paths(root, tombstones)]
-    if bad:
-        raise CorruptLogError(
-            _refusal(
-                snapshot,
-                f"path(s) in the log that cannot name a file of the table: {_shown(bad)}",
-            )
-        )
-    crc = checksum.read_checksum(log.store, log.log_dir, snapshot.version)
-    problems = checksum.disagreements(snapshot.state, crc) if crc is not None else []
-    if problems:
-        path = f"{log.log_dir}/{snapshot.version:020d}.crc"
-        raise ChecksumMismatchError(
-            _refusal(snapshot, f"the version checksum {path} disagrees: {'; '.join(problems)}")
-        )
     missing = sorted(
         p
         for p in (referenced_files(root, snapshot.files) if live is None else live)
@@ -414,7 +392,7 @@ def clone_references(
             ) from e
         if listed is not None:
             try:
-                check_trusted(clone_log, clone, delete_before_ms, listed, local_root(table_root))
+                check_trusted(clone, listed, local_root(table_root))
             except CorruptLogError as e:
                 raise type(e)(
                     f"shallow clone {clone_root} (registered in {entry.registry_file}) may use "
@@ -491,7 +469,7 @@ def plan_vacuum(
     live = referenced_files(root, snapshot.files)
     listed = None if trust_damaged_log else {f.path for f in listing.files}
     if listed is not None:
-        check_trusted(log, snapshot, cutoff, listed, live=live)
+        check_trusted(snapshot, listed, live=live)
     keep = snapshot_references(snapshot, cutoff, live) | clone_references(root, cutoff, listed)
     doomed = sorted(
         (f for f in listing.files if f.modification_time < cutoff and f.path not in keep),

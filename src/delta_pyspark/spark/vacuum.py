@@ -33,9 +33,9 @@ def execute_vacuum(
     absolute local paths); a real run returns an empty DataFrame, as delta-spark's
     Python API does, and records VACUUM START/END in the table history.
 
-    A damaged log (``core/vacuum.py``: invalid paths, a disagreeing ``.crc``, missing
-    live files) raises ``CorruptLogError`` and deletes nothing unless the session sets
-    ``spark.databricks.delta.vacuum.trustDamagedLog=true``.
+    A damaged log (refused by the log reader, or live files missing: ``core/vacuum.py``)
+    raises ``CorruptLogError`` and deletes nothing; the session conf
+    ``spark.databricks.delta.vacuum.trustDamagedLog=true`` skips the missing-file check.
     """
     from pyspark.sql.types import StringType, StructField, StructType
 
