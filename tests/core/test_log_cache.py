@@ -227,16 +227,28 @@ def test_corrupt_new_commit_is_reported_and_not_cached(tmp_path: Path) -> None:
     assert good.version == 2 and "repaired.parquet" not in paths(good)
 
 
-def test_corrupt_state_from_a_new_commit_is_not_cached(tmp_path: Path) -> None:
-    """A commit that parses but leaves an invalid state (validation) is not cached either."""
+def test_new_rows_are_validated_and_not_cached(tmp_path: Path) -> None:
+    """A commit that parses but breaks a state rule (a path outside the table)."""
     new_table(tmp_path)
     log = DeltaLog.for_table(str(tmp_path))
     good = log.latest()
     bad = tmp_path / "_delta_log" / commit_name(good.version + 1)
-    bad.write_bytes(encode_commit([("metaData", {"id": "x", "format": {"provider": "parquet"}})]))
+    bad.write_bytes(encode_commit([("add", add("../outside"))]))
     for _ in range(2):
-        with pytest.raises(CorruptLogError):
+        with pytest.raises(CorruptLogError, match="outside"):
             log.latest()
+
+
+def test_metadata_change_validates_every_row(tmp_path: Path) -> None:
+    """New partition columns apply to the files already there: they are all checked."""
+    new_table(tmp_path)
+    log = DeltaLog.for_table(str(tmp_path))
+    good = log.latest()
+    metadata = good.metadata.with_changes(partition_columns=["id"]).to_dict()
+    bad = tmp_path / "_delta_log" / commit_name(good.version + 1)
+    bad.write_bytes(encode_commit([("metaData", metadata)]))
+    with pytest.raises(CorruptLogError, match="no partition value"):
+        log.latest()
 
 
 @pytest.mark.parametrize("versions", [0, 2, 4])

@@ -143,7 +143,7 @@ class DeltaLog:
         if not added:
             return snapshot
         state = snapshot.state.apply(segment.version, self._read_commits([s.path for s in added]))
-        return self._finish(state, segment)
+        return self._finish(state, segment, snapshot.state)
 
     def apply_commits(
         self, snapshot: Snapshot, version: int, commits: list[CommitActions]
@@ -156,7 +156,9 @@ class DeltaLog:
             if v <= version
         )
         state = snapshot.state.apply(version, commits)
-        return self._finish(state, with_commits(snapshot.segment, version, statuses))
+        return self._finish(
+            state, with_commits(snapshot.segment, version, statuses), snapshot.state
+        )
 
     def _read_commit(self, path: str) -> CommitActions:
         return parse_actions(self._read_bytes(path), path)
@@ -192,7 +194,10 @@ class DeltaLog:
             state.commit_info = self._read_commit(last.path).commit_info
         return state
 
-    def _finish(self, state: TableState, segment: LogSegment) -> Snapshot:
+    def _finish(
+        self, state: TableState, segment: LogSegment, base: TableState | None = None
+    ) -> Snapshot:
+        """Check and wrap ``state``; ``base``: the validated state it was applied to."""
         if state.protocol is None:
             raise CorruptLogError(
                 f"{self.table_root}: no protocol action found replaying version {state.version}"
@@ -208,7 +213,13 @@ class DeltaLog:
             )
         check_readable(state.protocol, self.table_root)
         snapshot = Snapshot(self.table_root, state, segment, self._timestamp_of(state, segment))
-        validate_state(state, snapshot.schema, lambda path: self._locate(segment, path))
+        incremental = base is not None and base.metadata == state.metadata
+        validate_state(
+            state,
+            snapshot.schema,
+            lambda path: self._locate(segment, path),
+            appended_only=incremental,
+        )
         crc = checksum.read_checksum(self.store, self.log_dir, state.version)
         if crc is not None:
             checksum.validate(state, crc, f"{self.log_dir}/{state.version:020d}.crc")
