@@ -9,6 +9,8 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -319,9 +321,22 @@ def test_limits_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
         configure_log_cache(max_bytes=-1)
 
 
+class SlowStore(CountingStore):
+    """Reads take a while, so that refreshes in several threads overlap."""
+
+    def read(self, path: str) -> bytes:
+        time.sleep(0.002)
+        return super().read(path)
+
+
 def test_readers_in_threads_while_a_writer_commits(tmp_path: Path) -> None:
+    """Monotone versions, no errors, and one refresh at a time: each new commit is read
+    once by the shared handle however many threads ask for the latest snapshot."""
     writer = new_table(tmp_path)
-    log = DeltaLog.for_table(str(tmp_path))
+    store = SlowStore()
+    log = DeltaLog.for_table(str(tmp_path), store)
+    log.latest()
+    store.reset()
     commits = 15
     seen: list[list[int]] = [[] for _ in range(8)]
     errors: list[BaseException] = []
@@ -330,7 +345,7 @@ def test_readers_in_threads_while_a_writer_commits(tmp_path: Path) -> None:
     def read(out: list[int]) -> None:
         try:
             while not done.is_set():
-                out.append(DeltaLog.for_table(str(tmp_path)).latest().version)
+                out.append(DeltaLog.for_table(str(tmp_path), store).latest().version)
             out.append(log.latest().version)
         except BaseException as e:
             errors.append(e)
@@ -355,3 +370,5 @@ def test_readers_in_threads_while_a_writer_commits(tmp_path: Path) -> None:
         assert versions == sorted(versions)
         assert versions[-1] == 2 + commits
     assert_same_as_uncached(log.latest())
+    reads = Counter(r for r in store.reads if r.endswith(".json"))
+    assert reads == Counter(commit_name(v) for v in range(3, 3 + commits))
