@@ -13,6 +13,11 @@ Each measurement runs in a fresh interpreter, the implementations taking turns s
 load on the machine affects both alike; memory is the peak RSS of the load minus the
 peak RSS of that interpreter right after importing the library. Best and median of 3.
 
+Then, in one interpreter, the process-wide cache (``DeltaLog.for_table``): the time to
+re-resolve the latest snapshot of the unchanged table, and after one new commit of
+``--adds-per-commit`` adds written behind the cache's back (this appends commits to the
+table, so it runs last), beside an uncached load in that interpreter.
+
     python -m benchmarks snapshot_load
     python -m benchmarks.snapshot_load --commits 200 --keep /tmp/table
 """
@@ -48,6 +53,8 @@ PARTITIONS = 10
 KEEP_CHECKPOINTS = 3
 TARGET_TIME_RATIO = 1.0
 TARGET_MEMORY_RATIO = 2.0
+TARGET_UNCHANGED_MS = 10.0
+TARGET_ONE_COMMIT_MS = 30.0
 
 
 def _add(rng: random.Random, version: int, index: int, base_ms: int) -> dict[str, Any]:
@@ -158,6 +165,69 @@ def build_table(
     }
 
 
+def measure_cached(root: Path, adds_per_commit: int, repeat: int = 5) -> dict[str, Any]:
+    """Uncached load vs the shared handle's re-resolution, unchanged and after one commit
+    (milliseconds; best and median of ``repeat``). Run in a child, like the loads."""
+    from delta_pyspark.core.delta_log import DeltaLog
+    from delta_pyspark.core.log_store import LocalLogStore
+
+    start = time.perf_counter()
+    DeltaLog(str(root)).snapshot()
+    uncached = (time.perf_counter() - start) * 1000
+    log = DeltaLog.for_table(str(root))
+    snapshot = log.latest()
+    rng, store = random.Random(7), LocalLogStore()
+    unchanged: list[float] = []
+    one_commit: list[float] = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        if log.latest() is not snapshot:
+            raise RuntimeError("the unchanged table was loaded again")
+        unchanged.append((time.perf_counter() - start) * 1000)
+        version = snapshot.version + 1
+        info = {"timestamp": int(time.time() * 1000), "operation": "WRITE", "readVersion": 0}
+        lines = [{"commitInfo": info}] + [
+            {"add": _add(rng, version, version * adds_per_commit + i, 1_700_000_000_000)}
+            for i in range(adds_per_commit)
+        ]
+        data = "\n".join(json.dumps(line, separators=(",", ":")) for line in lines) + "\n"
+        store.write_if_absent(str(root / "_delta_log" / f"{version:020d}.json"), data.encode())
+        start = time.perf_counter()
+        after = log.latest()
+        one_commit.append((time.perf_counter() - start) * 1000)
+        if after.version != version or after.num_files != snapshot.num_files + adds_per_commit:
+            raise RuntimeError(f"expected version {version}, got {after}")
+        snapshot = after
+    return {
+        "files": snapshot.num_files,
+        "uncached_ms": uncached,
+        "unchanged_ms": min(unchanged),
+        "median_unchanged_ms": statistics.median(unchanged),
+        "one_commit_ms": min(one_commit),
+        "median_one_commit_ms": statistics.median(one_commit),
+    }
+
+
+def _cached_in_subprocess(root: Path, adds_per_commit: int, repeat: int) -> dict[str, Any]:
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "benchmarks.snapshot_load",
+            "--cached-only",
+            str(root),
+            "--adds-per-commit",
+            str(adds_per_commit),
+            "--repeat",
+            str(repeat),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    return dict(json.loads(out.strip().splitlines()[-1]))
+
+
 _CHILD = r"""
 import resource, sys, time
 impl, path, version = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -264,6 +334,7 @@ def run(
                 if r["files"] != expected:
                     raise RuntimeError(f"{impl} saw {r['files']} files, expected {expected}")
             scenarios[name] = {"version": version, **results}
+        cached = _cached_in_subprocess(root, adds_per_commit, max(repeat, 5))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print(
@@ -294,8 +365,24 @@ def run(
         f"{'meets' if all(verdicts) else 'MISSES'} the targets: time <= {TARGET_TIME_RATIO:.1f}x, "
         f"memory <= {TARGET_MEMORY_RATIO:.1f}x of deltalake"
     )
+    print(
+        f"-- cached (one interpreter, {cached['files']:,} files): uncached load "
+        f"{cached['uncached_ms']:.0f} ms; re-resolution unchanged "
+        f"{cached['unchanged_ms']:.2f} ({cached['median_unchanged_ms']:.2f}) ms, "
+        f"after one {adds_per_commit}-add commit {cached['one_commit_ms']:.1f} "
+        f"({cached['median_one_commit_ms']:.1f}) ms"
+    )
+    cached_ok = (
+        cached["unchanged_ms"] <= TARGET_UNCHANGED_MS
+        and cached["one_commit_ms"] <= TARGET_ONE_COMMIT_MS
+    )
+    print(
+        f"{'meets' if cached_ok else 'MISSES'} the cache targets: unchanged <= "
+        f"{TARGET_UNCHANGED_MS:.0f} ms, one commit <= {TARGET_ONE_COMMIT_MS:.0f} ms"
+    )
     latest = scenarios["latest"]
     return {
+        "cached": cached,
         "build": info,
         "delta_pyspark": latest["delta_pyspark"],
         "deltalake": latest["deltalake"],
@@ -316,7 +403,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--keep", type=Path, default=None, help="build the table here and keep it")
     parser.add_argument("--build-only", type=Path, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--cached-only", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args([] if argv is None else argv)
+    if args.cached_only is not None:
+        print(json.dumps(measure_cached(args.cached_only, args.adds_per_commit, args.repeat)))
+        return
     if args.build_only is not None:
         print(json.dumps(build_table(args.build_only, args.commits, args.adds_per_commit)))
         return

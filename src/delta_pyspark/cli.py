@@ -20,7 +20,7 @@ from delta_pyspark.exceptions import DeltaError
 
 
 def _snapshot(args: argparse.Namespace) -> Snapshot:
-    log = DeltaLog(args.path)
+    log = DeltaLog.for_table(args.path)
     if getattr(args, "timestamp", None):
         return log.snapshot_at_timestamp(parse_timestamp_ms(args.timestamp))
     return log.snapshot(args.version)
@@ -129,7 +129,7 @@ def cmd_files(args: argparse.Namespace) -> None:
 
 
 def cmd_history(args: argparse.Namespace) -> None:
-    rows = DeltaLog(args.path).history(args.limit)
+    rows = DeltaLog.for_table(args.path).history(args.limit)
     if args.json:
         print(json.dumps(rows))
         return

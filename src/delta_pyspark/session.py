@@ -71,7 +71,7 @@ def load_table(spark: SparkSession, path: str, options: dict[str, str]) -> DataF
         ts = parse_timestamp_ms(lowered["timestampasof"], tz)
     if version is not None and ts is not None:
         raise DeltaIllegalArgumentException("give either versionAsOf or timestampAsOf, not both")
-    log = DeltaLog(path)
+    log = DeltaLog.for_table(path)
     snapshot = log.snapshot_at_timestamp(ts) if ts is not None else log.snapshot(version)
     return scan_table(spark, snapshot)
 

@@ -44,14 +44,14 @@ class DeltaTable:
         install()
         self._spark = spark
         self._path = path
-        self._log = DeltaLog(path)
+        self._log = DeltaLog.for_table(path)
         self._alias = alias
 
     # ------------------------------------------------------------ construction
 
     @classmethod
     def forPath(cls, sparkSession: SparkSession, path: str) -> DeltaTable:
-        log = DeltaLog(path)
+        log = DeltaLog.for_table(path)
         if not log.is_delta_table():
             raise DeltaTableNotFoundError(f"{path} is not a Delta table")
         return cls(sparkSession, path)
@@ -59,7 +59,7 @@ class DeltaTable:
     @classmethod
     def forName(cls, sparkSession: SparkSession, tableOrViewName: str) -> DeltaTable:
         location = table_location(sparkSession, tableOrViewName)
-        if not DeltaLog(location).is_delta_table():
+        if not DeltaLog.for_table(location).is_delta_table():
             raise DeltaTableNotFoundError(
                 f"{tableOrViewName} is not a Delta table (looked in {location})"
             )
@@ -453,7 +453,7 @@ class DeltaTableBuilder:
         if self._location is None and self._name is None:
             raise DeltaIllegalArgumentException("give the table a tableName() or a location()")
         path = self._location or table_location(self._spark, self._name or "")
-        log = DeltaLog(path)
+        log = DeltaLog.for_table(path)
         exists = log.is_delta_table()
         if exists and self._mode == "create":
             raise DeltaAnalysisException(f"table {self._name or path} already exists")

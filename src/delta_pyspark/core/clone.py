@@ -309,7 +309,7 @@ def clone_table(
     source = _source_snapshot(source_log, version, timestamp_ms)
     source_root = local_root(source.table_root)
     target_root = os.path.normpath(os.path.abspath(to_local_path(target)))
-    target_log = DeltaLog(target_root)
+    target_log = DeltaLog.for_table(target_root)
     existing = (
         target_log.snapshot()
         if _check_target(source_root, target_root, target_log, replace)

@@ -1,11 +1,22 @@
 """The table handle: loads snapshots (latest, by version, by timestamp), refreshes
-them incrementally, and reads history. Storage is reached only via ``LogStore``."""
+them incrementally, and reads history. Storage is reached only via ``LogStore``.
+
+``DeltaLog.for_table`` hands out one shared handle per table root for the whole
+process; it keeps the latest snapshot and brings it forward by reading only the
+commits after it, as delta-spark's ``DeltaLog.update`` does. The cache is bounded by
+tables and by Arrow bytes (``configure_log_cache`` or the ``DELTA_PYSPARK_LOG_CACHE_*``
+environment variables).
+"""
 
 from __future__ import annotations
 
 import json
+import os
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlparse
 
 from delta_pyspark.core import checksum
 from delta_pyspark.core import table_properties as props
@@ -22,8 +33,10 @@ from delta_pyspark.core.log_replay import (
 from delta_pyspark.core.log_segment import (
     LogSegment,
     build_log_segment,
+    extend_segment,
     list_commits,
     log_dir_of,
+    with_commits,
 )
 from delta_pyspark.core.log_store import LogStore, log_store_for
 from delta_pyspark.core.log_validation import validate_state
@@ -31,9 +44,16 @@ from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.table_features import check_readable
 from delta_pyspark.exceptions import (
     CorruptLogError,
+    DeltaIllegalArgumentException,
     DeltaTableNotFoundError,
     VersionNotFoundError,
 )
+
+# Default bounds of the process-wide snapshot cache; delta-spark keeps 100 tables too.
+DEFAULT_CACHE_TABLES = 100
+DEFAULT_CACHE_BYTES = 1 << 30
+CACHE_TABLES_ENV = "DELTA_PYSPARK_LOG_CACHE_TABLES"
+CACHE_BYTES_ENV = "DELTA_PYSPARK_LOG_CACHE_BYTES"
 
 
 @dataclass(frozen=True)
@@ -46,12 +66,24 @@ class CommitRecord:
 
 
 class DeltaLog:
-    """Entry point to one table's transaction log."""
+    """Entry point to one table's transaction log.
+
+    A handle built directly loads every snapshot from storage; the shared handle from
+    ``for_table`` caches the latest one (see the module docstring).
+    """
 
     def __init__(self, table_root: str, store: LogStore | None = None) -> None:
         self.table_root = table_root.rstrip("/") or "/"
         self.store = store or log_store_for(table_root)
         self.log_dir = log_dir_of(self.table_root)
+        self._key: _CacheKey | None = None  # set on the shared handle
+        self._lock = threading.Lock()  # one refresh at a time per shared handle
+        self._latest: Snapshot | None = None
+
+    @classmethod
+    def for_table(cls, table_root: str, store: LogStore | None = None) -> DeltaLog:
+        """The process-wide handle of ``table_root`` (one per normalised root and store)."""
+        return _CACHE.handle(table_root, store)
 
     # ------------------------------------------------------------ snapshots
 
@@ -63,7 +95,37 @@ class DeltaLog:
         return True
 
     def snapshot(self, version: int | None = None) -> Snapshot:
-        """The latest snapshot, or the one at ``version`` (time travel)."""
+        """The latest snapshot, or the one at ``version`` (time travel, never cached)."""
+        if version is None and self._key is not None:
+            return self.latest()
+        return self._load(version)
+
+    def latest(self) -> Snapshot:
+        """The latest snapshot; the shared handle refreshes its cached one with ``update``
+        and keeps the result only when it loaded without error."""
+        if self._key is None:
+            return self._load(None)
+        owner = _CACHE.owner(self)
+        with owner._lock:
+            cached = owner._latest
+            fresh = owner.update(cached) if cached is not None else owner._load(None)
+            if fresh is not cached:
+                owner._latest = fresh
+                _CACHE.stored(owner, fresh)
+        return fresh
+
+    def remember(self, snapshot: Snapshot) -> None:
+        """Cache a writer's post-commit ``snapshot`` if it is newer than the cached one."""
+        if self._key is None:
+            return
+        owner = _CACHE.owner(self)
+        with owner._lock:
+            cached = owner._latest
+            if cached is None or snapshot.version > cached.version:
+                owner._latest = snapshot
+                _CACHE.stored(owner, snapshot)
+
+    def _load(self, version: int | None) -> Snapshot:
         if version is not None and version < 0:
             raise VersionNotFoundError(f"invalid version {version}: versions start at 0")
         segment = build_log_segment(self.store, self.table_root, version)
@@ -72,21 +134,16 @@ class DeltaLog:
         return self._finish(state, segment)
 
     def update(self, snapshot: Snapshot) -> Snapshot:
-        """The latest snapshot, reading only the commits newer than ``snapshot``."""
-        newer = list_commits(self.store, self.table_root, snapshot.version + 1)
-        if not newer:
+        """The latest snapshot, listing from ``snapshot``'s version and reading only the
+        newer commits; a full load when that cannot be done (see ``extend_segment``)."""
+        extended = extend_segment(self.store, snapshot.segment)
+        if extended is None:
+            return self._load(None)
+        segment, added = extended
+        if not added:
             return snapshot
-        expected = list(range(snapshot.version + 1, snapshot.version + 1 + len(newer)))
-        if [v for v, _ in newer] != expected:
-            return self.snapshot()
-        state = snapshot.state.apply(newer[-1][0], self._read_commits([s.path for _, s in newer]))
-        segment = LogSegment(
-            self.log_dir,
-            state.version,
-            snapshot.segment.checkpoint,
-            snapshot.segment.commits + tuple(s for _, s in newer),
-        )
-        return self._finish(state, segment)
+        state = snapshot.state.apply(segment.version, self._read_commits([s.path for s in added]))
+        return self._finish(state, segment, snapshot.state)
 
     def apply_commits(
         self, snapshot: Snapshot, version: int, commits: list[CommitActions]
@@ -99,10 +156,9 @@ class DeltaLog:
             if v <= version
         )
         state = snapshot.state.apply(version, commits)
-        segment = LogSegment(
-            self.log_dir, version, snapshot.segment.checkpoint, snapshot.segment.commits + statuses
+        return self._finish(
+            state, with_commits(snapshot.segment, version, statuses), snapshot.state
         )
-        return self._finish(state, segment)
 
     def _read_commit(self, path: str) -> CommitActions:
         return parse_actions(self._read_bytes(path), path)
@@ -138,7 +194,10 @@ class DeltaLog:
             state.commit_info = self._read_commit(last.path).commit_info
         return state
 
-    def _finish(self, state: TableState, segment: LogSegment) -> Snapshot:
+    def _finish(
+        self, state: TableState, segment: LogSegment, base: TableState | None = None
+    ) -> Snapshot:
+        """Check and wrap ``state``; ``base``: the validated state it was applied to."""
         if state.protocol is None:
             raise CorruptLogError(
                 f"{self.table_root}: no protocol action found replaying version {state.version}"
@@ -154,8 +213,13 @@ class DeltaLog:
             )
         check_readable(state.protocol, self.table_root)
         snapshot = Snapshot(self.table_root, state, segment, self._timestamp_of(state, segment))
+        incremental = base is not None and base.metadata == state.metadata
         validate_state(
-            state, snapshot.schema, self.table_root, lambda path: self._locate(segment, path)
+            state,
+            snapshot.schema,
+            self.table_root,
+            lambda path: self._locate(segment, path),
+            appended_only=incremental,
         )
         crc = checksum.read_checksum(self.store, self.log_dir, state.version)
         if crc is not None:
@@ -254,3 +318,152 @@ def _fmt(ms: int) -> str:
     from datetime import UTC, datetime
 
     return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3] + " UTC"
+
+
+# ---------------------------------------------------------------- the process-wide cache
+
+_CacheKey = tuple[str, LogStore | None]
+
+
+@dataclass(frozen=True)
+class LogCacheInfo:
+    """What the cache holds now and its bounds."""
+
+    tables: int
+    bytes: int
+    max_tables: int
+    max_bytes: int
+
+
+def snapshot_bytes(snapshot: Snapshot) -> int:
+    """The estimate the cache counts: the Arrow buffers of the file and tombstone lists."""
+    return int(snapshot.state.files.nbytes + snapshot.state.tombstones.nbytes)
+
+
+def normalise_root(table_root: str) -> str:
+    """The cache's name for a table: local paths made absolute and normalised (a relative
+    path names another table after ``chdir``), URIs only without trailing slashes."""
+    scheme = urlparse(table_root).scheme
+    if scheme == "" or len(scheme) == 1:  # a local path (one letter: a Windows drive)
+        return os.path.abspath(table_root)
+    return table_root.rstrip("/") or "/"
+
+
+class _LogCache:
+    """Shared ``DeltaLog`` handles, least recently used first; evicting one drops its
+    snapshot. Its lock guards only this bookkeeping, never a load."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._logs: OrderedDict[_CacheKey, DeltaLog] = OrderedDict()
+        self._bytes: dict[_CacheKey, int] = {}
+        self.max_tables: int | None = None  # None: environment variable or default
+        self.max_bytes: int | None = None
+
+    def handle(self, table_root: str, store: LogStore | None) -> DeltaLog:
+        key = (normalise_root(table_root), store)
+        with self._lock:
+            log = self._logs.get(key)
+            if log is None:
+                log = DeltaLog(key[0], store)
+                log._key = key
+                self._logs[key] = log
+            self._logs.move_to_end(key)
+            self._evict(keep=log)
+            return log
+
+    def owner(self, log: DeltaLog) -> DeltaLog:
+        """The registered handle for ``log``'s table: ``log`` itself, re-registered if it
+        was evicted and nobody took its place."""
+        assert log._key is not None
+        with self._lock:
+            current = self._logs.setdefault(log._key, log)
+            self._logs.move_to_end(log._key)
+            self._evict(keep=current)
+            return current
+
+    def stored(self, log: DeltaLog, snapshot: Snapshot) -> None:
+        """Account for ``log``'s new snapshot and evict to stay within the bounds."""
+        assert log._key is not None
+        with self._lock:
+            if self._logs.get(log._key) is not log:  # evicted while it was loading
+                log._latest = None
+                return
+            self._bytes[log._key] = snapshot_bytes(snapshot)
+            self._evict(keep=log)
+
+    def _evict(self, keep: DeltaLog | None) -> None:
+        """Drop least recently used handles until within the bounds; ``keep`` (the one in
+        use) goes last: alone over the byte bound it stays registered, uncached."""
+        max_tables, max_bytes = self.limits()
+        for old in [k for k, log in self._logs.items() if log is not keep]:
+            if len(self._logs) <= max_tables and sum(self._bytes.values()) <= max_bytes:
+                return
+            self._drop(old)
+        key = keep._key if keep is not None else None
+        if keep is None or key is None or key not in self._logs:
+            return
+        if len(self._logs) > max_tables:
+            self._drop(key)
+        elif sum(self._bytes.values()) > max_bytes:
+            keep._latest = None
+            self._bytes.pop(key, None)
+
+    def _drop(self, key: _CacheKey) -> None:
+        self._logs.pop(key)._latest = None
+        self._bytes.pop(key, None)
+
+    def limits(self) -> tuple[int, int]:
+        return (
+            self.max_tables
+            if self.max_tables is not None
+            else _env_limit(CACHE_TABLES_ENV, DEFAULT_CACHE_TABLES),
+            self.max_bytes
+            if self.max_bytes is not None
+            else _env_limit(CACHE_BYTES_ENV, DEFAULT_CACHE_BYTES),
+        )
+
+    def info(self) -> LogCacheInfo:
+        with self._lock:
+            return LogCacheInfo(len(self._logs), sum(self._bytes.values()), *self.limits())
+
+    def clear(self) -> None:
+        with self._lock:
+            for key in list(self._logs):
+                self._drop(key)
+
+
+def _env_limit(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise DeltaIllegalArgumentException(f"{name}={raw!r}: expected a whole number >= 0")
+    return value
+
+
+_CACHE = _LogCache()
+
+
+def configure_log_cache(max_tables: int | None = None, max_bytes: int | None = None) -> None:
+    """Set the cache's bounds for this process (None: back to the environment variable
+    or the default); 0 tables or 0 bytes turns caching off. Evicts at once if needed."""
+    for name, value in (("max_tables", max_tables), ("max_bytes", max_bytes)):
+        if value is not None and value < 0:
+            raise DeltaIllegalArgumentException(f"{name} must be >= 0, got {value}")
+    with _CACHE._lock:
+        _CACHE.max_tables, _CACHE.max_bytes = max_tables, max_bytes
+        _CACHE._evict(keep=None)
+
+
+def log_cache_info() -> LogCacheInfo:
+    return _CACHE.info()
+
+
+def clear_log_cache() -> None:
+    """Forget every cached snapshot (tests; after changing tables behind the log's back)."""
+    _CACHE.clear()

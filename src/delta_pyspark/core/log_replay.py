@@ -293,6 +293,9 @@ class TableState:
     files: pa.Table
     tombstones: pa.Table
     commit_info: dict[str, Any] | None = None
+    # Rows the last ``apply`` appended at the end of ``files`` and ``tombstones``: the
+    # rest was in the state it was applied to (incremental validation checks only these).
+    appended: tuple[int, int] = field(default=(0, 0), compare=False)
 
     def apply(self, version: int, commits: Iterable[CommitActions] | CommitBatch) -> TableState:
         """The state after ``commits`` (in order): newest action per logical file wins."""
@@ -413,9 +416,11 @@ class TableState:
         protocol, metadata, txns, domains, commit_info = others
         files = _drop_keys(self.files, touched)
         tombstones = _drop_keys(self.tombstones, touched)
-        if new_files is not None and new_files.num_rows:
+        added_files = new_files.num_rows if new_files is not None else 0
+        added_tombstones = new_tombstones.num_rows if new_tombstones is not None else 0
+        if new_files is not None and added_files:
             files = pa.concat_tables([files, new_files.cast(files.schema)])
-        if new_tombstones is not None and new_tombstones.num_rows:
+        if new_tombstones is not None and added_tombstones:
             tombstones = pa.concat_tables([tombstones, new_tombstones.cast(tombstones.schema)])
         return TableState(
             version,
@@ -426,6 +431,7 @@ class TableState:
             files,
             tombstones,
             commit_info,
+            (added_files, added_tombstones),
         )
 
 

@@ -317,3 +317,62 @@ def list_commits(store: LogStore, table_root: str, start: int = 0) -> list[tuple
         if v is not None:
             out.append((v, status))
     return out
+
+
+def extend_segment(
+    store: LogStore, segment: LogSegment
+) -> tuple[LogSegment, tuple[FileStatus, ...]] | None:
+    """``segment`` moved forward to the newest commit, listing only from its version, and
+    the commit files added after it (in order; none when nothing was committed).
+
+    When a newer complete checkpoint is listed the segment restarts at it (the checkpoint
+    is named, not read) so it stays short. None when the listing cannot extend the
+    segment and a full load is needed: the file ``segment.version`` was read from is gone
+    or rewritten (the table was deleted and recreated, or cleaned up), or versions have a
+    gap.
+    """
+    listing = scan_log(store, segment.log_dir, segment.version)
+    if not _same_anchor(listing, segment):
+        return None
+    newer = sorted(v for v in listing.commits if v > segment.version)
+    latest = max([*newer, *listing.checkpoints, segment.version])
+    if latest == segment.version:
+        return segment, ()
+    if newer != list(range(segment.version + 1, latest + 1)):
+        return None
+    added = tuple(listing.commits[v] for v in newer)
+    checkpoints = [v for v in listing.checkpoints if v > segment.version]
+    if checkpoints:
+        checkpoint = _preferred(listing.checkpoints[max(checkpoints)])
+        kept = tuple((v, v, s) for v, s in zip(newer, added, strict=True) if v > checkpoint.version)
+        extended = LogSegment(
+            segment.log_dir, latest, checkpoint, tuple(s for _, _, s in kept), kept
+        )
+    else:
+        extended = with_commits(segment, latest, added)
+    return extended, added
+
+
+def with_commits(segment: LogSegment, version: int, added: tuple[FileStatus, ...]) -> LogSegment:
+    """``segment`` followed by the commit files ``added`` (consecutive, up to ``version``)."""
+    deltas = tuple((v, v, s) for s in added for v in (int(s.name[:20]),))
+    return LogSegment(
+        segment.log_dir,
+        version,
+        segment.checkpoint,
+        segment.commits + added,
+        segment.deltas + deltas,
+    )
+
+
+def _same_anchor(listing: _Listing, segment: LogSegment) -> bool:
+    """Whether the file ``segment.version`` was loaded from is still listed unchanged
+    (same size and modification time): a recreated table rewrites it."""
+    last = segment.last_commit
+    if last is not None and int(last.name[:20]) == segment.version:
+        return listing.commits.get(segment.version) == last
+    checkpoint = segment.checkpoint
+    if checkpoint is not None and checkpoint.version == segment.version:
+        listed = listing.checkpoints.get(segment.version, [])
+        return any(c.files == checkpoint.files for c in listed)
+    return False

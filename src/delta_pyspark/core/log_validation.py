@@ -31,9 +31,20 @@ from delta_pyspark.exceptions import CorruptLogError
 Locate = Callable[[str | None], str]
 
 
-def validate_state(state: TableState, schema: StructType, table_root: str, where: Locate) -> None:
+def validate_state(
+    state: TableState,
+    schema: StructType,
+    table_root: str,
+    where: Locate,
+    appended_only: bool = False,
+) -> None:
     """Raise ``CorruptLogError`` (naming the log file, the field and the data file) if
-    ``state`` breaks one of the rules in this module's docstring."""
+    ``state`` breaks one of the rules in this module's docstring.
+
+    ``appended_only``: the rows before ``state.appended`` come from a state validated under
+    the same metadata, so only the appended rows are checked (and checked for a clash with
+    the others): a refresh after one commit stays independent of the table's size.
+    """
     assert state.metadata is not None
     parts = list(state.metadata.partition_columns)
     unknown = [c for c in parts if c not in schema.field_names]
@@ -41,17 +52,21 @@ def validate_state(state: TableState, schema: StructType, table_root: str, where
         raise CorruptLogError(
             f"{where(None)}: metaData.partitionColumns names {unknown}, which the schema lacks"
         )
+    files, tombstones = state.files, state.tombstones
+    if appended_only:
+        files = files.slice(files.num_rows - state.appended[0])
+        tombstones = tombstones.slice(tombstones.num_rows - state.appended[1])
     root = local_root(table_root)
-    for table, kind in ((state.files, "add"), (state.tombstones, "remove")):
+    for table, kind in ((files, "add"), (tombstones, "remove")):
         _check_paths(table, kind, root, where)
-    files = state.files
     if files.num_rows == 0:
         return
     _check_sizes(files, where)
     mode = column_mapping_mode(state.metadata.configuration)
     physical = [physical_name(schema.field(c), mode) for c in parts]
     _check_partition_values(files, physical, where)
-    _check_unique_paths(files, where)
+    # a path can clash with a row that was not appended: this check sees the whole list
+    _check_unique_paths(state.files, where)
 
 
 def _first(table: pa.Table, mask: pa.ChunkedArray | pa.Array) -> str | None:

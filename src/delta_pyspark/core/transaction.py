@@ -390,8 +390,11 @@ class Transaction:
         self, version: int, winners: list[CommitActions], committed: CommitActions
     ) -> Snapshot:
         if self.snapshot is None:
-            return self.log.snapshot(version)
-        return self.log.apply_commits(self.snapshot, version, [*winners, committed])
+            snapshot = self.log.snapshot(version)
+        else:
+            snapshot = self.log.apply_commits(self.snapshot, version, [*winners, committed])
+        self.log.remember(snapshot)
+        return snapshot
 
 
 def _legacy_features_in_use(metadata: Metadata) -> frozenset[str]:

@@ -378,7 +378,7 @@ def clone_references(
         if clone_root in seen:
             continue
         seen.add(clone_root)
-        clone_log = DeltaLog(clone_root)
+        clone_log = DeltaLog.for_table(clone_root)
         if not clone_log.is_delta_table():
             if entry.registered_ms > delete_before_ms and entry.source_version is not None:
                 out |= _pending_clone_files(source_root, entry.source_version)

@@ -93,7 +93,7 @@ def convert_to_delta(spark: SparkSession, identifier: str, partition_schema: Any
     pyspark StructType naming the Hive partition columns of the directory layout.
     """
     fmt, path = parse_identifier(identifier)
-    log = DeltaLog(path)
+    log = DeltaLog.for_table(path)
     if log.is_delta_table():
         return path  # already converted: nothing to do
     if fmt != "parquet":

@@ -112,7 +112,7 @@ def write_delta(
     if mode not in _MODES:
         raise DeltaIllegalArgumentException(f"unknown save mode {request.mode!r}")
     mode = "errorifexists" if mode in ("error", "default") else mode
-    delta_log = DeltaLog(path)
+    delta_log = DeltaLog.for_table(path)
     try:
         snapshot: Snapshot | None = delta_log.snapshot()
     except DeltaTableNotFoundError:
