@@ -1,0 +1,27 @@
+package deltapyspark;
+
+/**
+ * delta-pyspark's Python core as the Delta source sees it: implemented in the driver's Python
+ * and called over py4j's callback server, so the Python core stays the only reader of the log.
+ *
+ * <p>Answers are flat strings and bytes (py4j sends bytes base64-encoded in one message): a
+ * py4j round trip per file would dominate planning on tables of thousands of files. An answer
+ * starting with {@code 'E'} is an error whose message follows; otherwise it starts with
+ * {@code 'O'}.
+ */
+public interface DeltaTables {
+  /**
+   * Resolves the table at {@code path} for a new relation. {@code options} are the read's
+   * options as {@code key NUL value NUL ...}. Answer: {@code O table-id NUL schema-json NUL
+   * partition-schema-json NUL size-in-bytes}.
+   */
+  String open(String path, String options, String timeZone);
+
+  /**
+   * The files of the table's current snapshot (or its pinned one) that may hold rows matching
+   * the filters (SQL texts, NUL-separated). Answer: {@code O} then per file {@code path NUL size
+   * NUL modification-time NUL} and one {@code value NUL} per partition column ({@code \u0001}
+   * for null), UTF-8, ordered so that files of one partition are adjacent.
+   */
+  byte[] listFiles(String tableId, String filters, String timeZone);
+}
