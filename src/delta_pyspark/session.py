@@ -80,8 +80,10 @@ def load_table(spark: SparkSession, path: str, options: dict[str, str]) -> DataF
     """Read a Delta table at ``path`` honouring time travel options and path suffixes:
     through Spark's planner, or (features it does not support yet, a session without the
     JVM helper) as a scan of the snapshot resolved now."""
-    snapshot, _ = planner.TABLES.resolve(path, options, session_time_zone(spark))
+    snapshot, pinned = planner.TABLES.resolve(path, options, session_time_zone(spark))
     if planner.unsupported_reason(snapshot) is None and planner.enable(spark):
+        if pinned:
+            planner.check_files_exist(snapshot)
         return planner.load(spark, path, options)
     return scan_table(spark, snapshot)
 

@@ -203,16 +203,29 @@ def test_sql_inserts_are_refused_before_anything_is_written(spark: Any, tmp_path
         spark.sql("DROP TABLE planner_ext")
 
 
-def test_tables_with_deletion_vectors_read_outside_the_planner(spark: Any, tmp_path: Path) -> None:
+def test_deletion_vectors_drop_rows_through_the_planner(spark: Any, tmp_path: Path) -> None:
     path = str(tmp_path / "t")
-    spark.range(10).write.format("delta").option("delta.enableDeletionVectors", "true").save(path)
-    DeltaTable.forPath(spark, path).delete("id < 3")
-    assert sorted(r.id for r in spark.read.format("delta").load(path).collect()) == list(
-        range(3, 10)
+    df = spark.range(60).selectExpr("id", "CAST(id % 3 AS INT) AS part").repartition(2)
+    df.write.format("delta").partitionBy("part").option("delta.enableDeletionVectors", "true").save(
+        path
     )
-    with pytest.raises(
-        AnalysisException, match=r"DeltaPlannerUnsupportedError: .*deletion vectors"
-    ):
+    loaded = spark.read.format("delta").load(path)
+    view = spark.sql(f"SELECT id FROM delta.`{path}` WHERE part = 1")
+    assert loaded.count() == 60
+    DeltaTable.forPath(spark, path).delete("id % 10 = 1")  # marks rows, rewrites nothing
+    assert DeltaLog(path).snapshot().files.column("deletionVector").null_count < 6
+    kept = [i for i in range(60) if i % 10 != 1]
+    assert sorted(r.id for r in loaded.collect()) == kept
+    assert sorted(r.id for r in view.collect()) == [i for i in kept if i % 3 == 1]
+    rows = spark.sql(f"SELECT id FROM delta.`{path}` WHERE id < 25 AND part = 0").collect()
+    assert sorted(r.id for r in rows) == [i for i in kept if i < 25 and i % 3 == 0]
+
+
+def test_column_mapped_tables_read_outside_the_planner(spark: Any, tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    spark.range(4).write.format("delta").option("delta.columnMapping.mode", "name").save(path)
+    assert sorted(r.id for r in spark.read.format("delta").load(path).collect()) == [0, 1, 2, 3]
+    with pytest.raises(AnalysisException, match=r"DeltaPlannerUnsupportedError: .*column mapping"):
         spark.sql(f"SELECT * FROM delta.`{path}`").collect()
 
 

@@ -14,12 +14,15 @@ Spark's SQL text and are parsed into the core's ``Expr``; what the parser does n
 nothing. Errors are answered as text (prefix ``E``) that the JVM raises as an
 ``AnalysisException``, so a user sees the typed error's name and message, not a py4j trace.
 
-Not yet through the planner: tables with deletion vectors or column mapping (their reads keep
-``scan.read_snapshot``; a SQL read raises ``DeltaPlannerUnsupportedError``).
+Deletion vectors: a relation over a table that supports them reads with the JVM helper's
+``DeletionVectorParquetFormat``, and each listed file carries its deleted rows (a roaring
+bitmap) to the reader. Not yet through the planner: tables with column mapping (their reads
+keep ``scan.read_snapshot``; a SQL read raises ``DeltaPlannerUnsupportedError``).
 """
 
 from __future__ import annotations
 
+import base64
 import itertools
 import threading
 from collections import OrderedDict
@@ -31,8 +34,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_pyspark.core.column_mapping import column_mapping_mode
+from delta_pyspark.core.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.expressions import and_all, parse_predicate
+from delta_pyspark.core.log_store import log_store_for
 from delta_pyspark.core.schema import StructType
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.time_travel import parse_timestamp_ms, split_path_suffix
@@ -43,7 +48,7 @@ from delta_pyspark.exceptions import (
 )
 from delta_pyspark.spark.jvm_extension import helper_class
 from delta_pyspark.spark.paths import data_file_path
-from delta_pyspark.spark.scan import ScanReport, prune_files
+from delta_pyspark.spark.scan import DeltaFileNotFoundError, ScanReport, prune_files
 from delta_pyspark.spark.types import to_spark_type
 
 if TYPE_CHECKING:
@@ -70,14 +75,38 @@ def time_travel(
     return path, version, ts
 
 
-def unsupported_reason(snapshot: Snapshot, files: pa.Table | None = None) -> str | None:
-    """Why the planner cannot read ``snapshot`` (``files``: those a scan would read), or None."""
+def unsupported_reason(snapshot: Snapshot) -> str | None:
+    """Why the planner cannot read ``snapshot``, or None."""
     if column_mapping_mode(snapshot.configuration) != "none":
         return "the table uses column mapping"
-    vectors = (snapshot.files if files is None else files).column("deletionVector")
-    if pc.any(pc.is_valid(vectors)).as_py():
-        return "files of the table have deletion vectors"
     return None
+
+
+def check_files_exist(snapshot: Snapshot) -> None:
+    """Raise ``DeltaFileNotFoundError`` when a file of ``snapshot`` is gone from storage.
+
+    For time travel, whose old versions VACUUM removes files of: Spark would only fail when a
+    task opens the file, with an error that does not say why it is missing.
+    """
+    store = log_store_for(snapshot.table_root)
+    for path in snapshot.files.column("path").to_pylist():
+        full = data_file_path(snapshot.table_root, path)
+        if not store.exists(full):
+            raise DeltaFileNotFoundError(
+                f"{full} of version {snapshot.version} is missing from storage. It was "
+                "probably deleted by VACUUM or by hand; restore it or time travel to a "
+                "version that does not reference it."
+            )
+
+
+def _supports_vectors(snapshot: Snapshot) -> bool:
+    """Whether files of ``snapshot`` (or of later versions) may have deletion vectors."""
+    features = snapshot.protocol.reader_features or frozenset()
+    return "deletionVectors" in features or _has_vectors(snapshot.files)
+
+
+def _has_vectors(files: pa.Table) -> bool:
+    return bool(pc.any(pc.is_valid(files.column("deletionVector"))).as_py())
 
 
 @dataclass
@@ -88,6 +117,7 @@ class _Relation:
     version: int | None  # pinned by time travel
     schema: StructType
     partition_columns: list[str]
+    vectors: bool  # its format drops the rows deletion vectors mark
     report: ScanReport | None = None
 
 
@@ -146,8 +176,9 @@ class DeltaTables:
             schema = snapshot.schema
             parts = snapshot.partition_columns
             table_id = str(next(self._ids))
+            vectors = _supports_vectors(snapshot)
             self._relations[table_id] = _Relation(
-                snapshot.table_root, snapshot.version if pinned else None, schema, parts
+                snapshot.table_root, snapshot.version if pinned else None, schema, parts, vectors
             )
             part_schema = StructType(tuple(schema.field(c) for c in parts))
             return "O" + "\0".join(
@@ -157,6 +188,7 @@ class DeltaTables:
                     to_spark_type(schema).json(),
                     to_spark_type(part_schema).json(),
                     str(snapshot.size_in_bytes),
+                    "dv" if vectors else "",
                 ]
             )
         except Exception as e:  # answered as text: the JVM raises it as an AnalysisException
@@ -169,12 +201,10 @@ class DeltaTables:
             _check_compatible(relation, snapshot)
             predicate = and_all(parse_predicate(f) for f in filters.split("\0") if f)
             files = prune_files(snapshot, predicate, timeZone)
-            reason = unsupported_reason(snapshot, files)
-            if reason is not None:
+            if not relation.vectors and _has_vectors(files):
                 raise DeltaPlannerUnsupportedError(
-                    f"{snapshot.table_root} (version {snapshot.version}): {reason} since "
-                    "this DataFrame was created; reads through Spark's planner do not "
-                    "support them yet: load the table again"
+                    f"{snapshot.table_root} (version {snapshot.version}): deletion vectors "
+                    "were enabled since this DataFrame was created: create it again"
                 )
             relation.report = ScanReport(snapshot.version, snapshot.num_files, files.num_rows)
             return b"O" + _encode(snapshot, files)
@@ -216,6 +246,13 @@ def _encode(snapshot: Snapshot, files: pa.Table) -> bytes:
     paths = files.column("path").to_pylist()
     sizes = files.column("size").to_pylist()
     mtimes = files.column("modificationTime").to_pylist()
+    vectors = [""] * len(paths)
+    if _has_vectors(files):
+        store = log_store_for(root)
+        for i, dv in enumerate(files.column("deletionVector").to_pylist()):
+            if dv is not None:
+                rows = read_deletion_vector(DeletionVectorDescriptor.from_dict(dv), root, store)
+                vectors[i] = base64.b64encode(rows.serialize()).decode()
     if parts:
         values = [
             tuple(v if v else _NULL for v in map(dict(pv or []).get, parts))
@@ -223,14 +260,10 @@ def _encode(snapshot: Snapshot, files: pa.Table) -> bytes:
         ]
     else:
         values = [()] * len(paths)
-    rows = (
-        sorted(zip(values, paths, sizes, mtimes, strict=True))
-        if parts
-        else zip(values, paths, sizes, mtimes, strict=True)
-    )
+    rows = zip(values, paths, sizes, mtimes, vectors, strict=True)
     out = []
-    for pv, path, size, mtime in rows:
-        out.append(f"{data_file_path(root, path)}\0{size}\0{mtime}\0")
+    for pv, path, size, mtime, vector in sorted(rows) if parts else rows:
+        out.append(f"{data_file_path(root, path)}\0{size}\0{mtime}\0{vector}\0")
         out.extend(f"{v}\0" for v in pv)
     return "".join(out).encode()
 

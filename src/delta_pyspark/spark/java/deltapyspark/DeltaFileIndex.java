@@ -1,6 +1,9 @@
 package deltapyspark;
 
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
+import java.util.Base64;
 import java.util.ArrayList;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.Path;
@@ -137,6 +140,8 @@ public final class DeltaFileIndex implements FileIndex {
       pos += size.length() + 1;
       String mtime = next(answer, pos);
       pos += mtime.length() + 1;
+      String vector = next(answer, pos);
+      pos += vector.length() + 1;
       String[] values = new String[fields.length];
       for (int i = 0; i < fields.length; i++) {
         values[i] = next(answer, pos);
@@ -152,12 +157,29 @@ public final class DeltaFileIndex implements FileIndex {
       FileStatus status =
           new FileStatus(
               Long.parseLong(size), false, 0, 0, Long.parseLong(mtime), new Path(path));
-      files.add(new FileStatusWithMetadata(status, scala.collection.immutable.Map$.MODULE$.empty()));
+      scala.collection.immutable.Map metadata = scala.collection.immutable.Map$.MODULE$.empty();
+      if (vector.length() > 0) {
+        metadata =
+            (scala.collection.immutable.Map)
+                metadata.updated(DeletionVectorReader.DELETED_ROWS, deletedRows(vector));
+      }
+      files.add(new FileStatusWithMetadata(status, metadata));
     }
     if (current != null) {
       directories.add(directory(current, files, fields, timeZone));
     }
     return directories;
+  }
+
+  /** A file's deleted rows, ascending, from its base64 portable 64-bit roaring bitmap. */
+  private static long[] deletedRows(String vector) {
+    ByteBuffer bitmap =
+        ByteBuffer.wrap(Base64.getDecoder().decode(vector)).order(ByteOrder.LITTLE_ENDIAN);
+    try {
+      return DeletedRows.positions(bitmap);
+    } catch (java.io.IOException e) {
+      throw new IllegalStateException("a deletion vector the Python core sent is corrupt", e);
+    }
   }
 
   private static String next(byte[] bytes, int start) {

@@ -114,9 +114,11 @@ public final class DeltaSource
     StructType partitionSchema = (StructType) DataType.fromJson(parts[3]);
     DeltaFileIndex index =
         new DeltaFileIndex(parts[0], parts[1], partitionSchema, Long.parseLong(parts[4]));
+    // the table can hold deletion vectors: its files' rows come with each listing
+    ParquetFileFormat format =
+        "dv".equals(parts[5]) ? new DeletionVectorParquetFormat() : new ParquetFileFormat();
     return new HadoopFsRelation(
-        index, partitionSchema, schema, Option.empty(), new ParquetFileFormat(), parameters,
-        session);
+        index, partitionSchema, schema, Option.empty(), format, parameters, session);
   }
 
   public BaseRelation createRelation(

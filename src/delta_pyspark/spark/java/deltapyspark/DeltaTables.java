@@ -12,16 +12,18 @@ package deltapyspark;
 public interface DeltaTables {
   /**
    * Resolves the table at {@code path} for a new relation. {@code options} are the read's
-   * options as {@code key NUL value NUL ...}. Answer: {@code O table-id NUL schema-json NUL
-   * partition-schema-json NUL size-in-bytes}.
+   * options as {@code key NUL value NUL ...}. Answer: {@code O table-id NUL table-root NUL
+   * schema-json NUL partition-schema-json NUL size-in-bytes NUL format}, format {@code dv} when
+   * files may have deletion vectors, else empty.
    */
   String open(String path, String options, String timeZone);
 
   /**
    * The files of the table's current snapshot (or its pinned one) that may hold rows matching
    * the filters (SQL texts, NUL-separated). Answer: {@code O} then per file {@code path NUL size
-   * NUL modification-time NUL} and one {@code value NUL} per partition column ({@code \u0001}
-   * for null), UTF-8, ordered so that files of one partition are adjacent.
+   * NUL modification-time NUL deleted-rows NUL} (the rows its deletion vector marks as a
+   * base64 portable 64-bit roaring bitmap, or empty) and one {@code value NUL} per partition
+   * column ({@code \u0001} for null), UTF-8, files of one partition adjacent.
    */
   byte[] listFiles(String tableId, String filters, String timeZone);
 }
