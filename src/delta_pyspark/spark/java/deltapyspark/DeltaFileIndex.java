@@ -7,7 +7,6 @@ import java.util.Base64;
 import java.util.ArrayList;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.Path;
-import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.AttributeReference;
 import org.apache.spark.sql.catalyst.expressions.BoundReference;
 import org.apache.spark.sql.catalyst.expressions.Cast;
@@ -39,7 +38,9 @@ import scala.runtime.AbstractPartialFunction;
  * with the log's stats-based skipping applied to Spark's filters. Partition values come from
  * the log, not from directory names, so any file layout works. Spark does not re-apply
  * partition filters to the rows of a listing, so they are evaluated here, exactly, with
- * Spark's own evaluator; data filters only skip whole files (Spark filters rows after).
+ * Spark's own evaluator; data filters only skip whole files (Spark filters rows after). A file
+ * with a deletion vector is listed with its deleted rows in its metadata, for {@link
+ * DeletionVectorParquetFormat}'s reader.
  */
 public final class DeltaFileIndex implements FileIndex {
   private static final String NULL = "\u0001";
