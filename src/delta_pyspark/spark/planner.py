@@ -8,10 +8,11 @@ plan shape (SQL, views, joins, filters after projections), and Spark prunes part
 (dynamically too), pushes filters down and splits files as for any file source.
 
 Protocol (``DeltaTables.java``): ``open`` resolves a table for a new relation and answers its
-schema; ``listFiles`` answers the kept files as one bytes blob (path, size, modification time
-and the log's partition value strings, NUL-separated, grouped by partition). Filters arrive as
-Spark's SQL text and are parsed into the core's ``Expr``; what the parser does not model prunes
-nothing. Errors are answered as text (prefix ``E``) that the JVM raises as an
+schema; ``listFiles`` answers the kept files as one bytes blob (path, size, modification time,
+deleted rows and the log's partition value strings, NUL-separated, grouped by partition), with
+the split size that packs them into whole waves of tasks (``scan.even_split_bytes``). Filters
+arrive as Spark's SQL text and are parsed into the core's ``Expr``; what the parser does not
+model prunes nothing. Errors are answered as text (prefix ``E``) that the JVM raises as an
 ``AnalysisException``, so a user sees the typed error's name and message, not a py4j trace.
 
 Deletion vectors: a relation over a table that supports them reads with the JVM helper's
@@ -48,7 +49,12 @@ from delta_pyspark.exceptions import (
 )
 from delta_pyspark.spark.jvm_extension import helper_class
 from delta_pyspark.spark.paths import data_file_path
-from delta_pyspark.spark.scan import DeltaFileNotFoundError, ScanReport, prune_files
+from delta_pyspark.spark.scan import (
+    DeltaFileNotFoundError,
+    ScanReport,
+    even_split_bytes,
+    prune_files,
+)
 from delta_pyspark.spark.types import to_spark_type
 
 if TYPE_CHECKING:
@@ -194,7 +200,7 @@ class DeltaTables:
         except Exception as e:  # answered as text: the JVM raises it as an AnalysisException
             return f"E{type(e).__name__}: {e}"
 
-    def listFiles(self, tableId: str, filters: str, timeZone: str) -> bytes:
+    def listFiles(self, tableId: str, filters: str, timeZone: str, packing: str) -> bytes:
         try:
             relation = self._relations[tableId]
             snapshot = self._snapshot(relation.root, relation.version)
@@ -207,7 +213,11 @@ class DeltaTables:
                     "were enabled since this DataFrame was created: create it again"
                 )
             relation.report = ScanReport(snapshot.version, snapshot.num_files, files.num_rows)
-            return b"O" + _encode(snapshot, files)
+            split = None
+            if packing:
+                limit, open_cost, slots = map(int, packing.split(","))
+                split = even_split_bytes(files.column("size"), limit, open_cost, slots)
+            return f"O{split or ''}\0".encode() + _encode(snapshot, files)
         except Exception as e:
             return f"E{type(e).__name__}: {e}".encode()
 

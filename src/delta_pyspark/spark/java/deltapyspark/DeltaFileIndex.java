@@ -26,7 +26,9 @@ import org.apache.spark.sql.types.StringType;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.unsafe.types.UTF8String;
+import org.apache.spark.sql.classic.SparkSession;
 import scala.Option;
+import scala.Tuple2;
 import scala.collection.Iterator;
 import scala.collection.immutable.Seq;
 import scala.jdk.javaapi.CollectionConverters;
@@ -49,12 +51,24 @@ public final class DeltaFileIndex implements FileIndex {
   private final Path root;
   private final StructType partitionSchema;
   private final long sizeInBytes;
+  /** The session the relation was made in, whose settings its scans follow. */
+  private final SparkSession user;
+  /**
+   * The relation's own session, which Spark reads a scan's split size from: a copy of {@code
+   * user}'s settings at each listing, with the split size that packs the listed files into
+   * whole waves of tasks (see {@code scan.even_split_bytes}).
+   */
+  private final SparkSession scans;
 
-  public DeltaFileIndex(String tableId, String root, StructType partitionSchema, long sizeInBytes) {
+  public DeltaFileIndex(
+      String tableId, String root, StructType partitionSchema, long sizeInBytes,
+      SparkSession user, SparkSession scans) {
     this.tableId = tableId;
     this.root = new Path(root);
     this.partitionSchema = partitionSchema;
     this.sizeInBytes = sizeInBytes;
+    this.user = user;
+    this.scans = scans;
   }
 
   public String tableId() {
@@ -68,15 +82,33 @@ public final class DeltaFileIndex implements FileIndex {
   }
 
   public Seq listFiles(Seq partitionFilters, Seq dataFilters) {
-    String timeZone = SQLConf.get().sessionLocalTimeZone();
+    SQLConf conf = scans.sessionState().conf();
+    conf.clear();
+    Iterator settings = user.sessionState().conf().getAllConfs().iterator();
+    while (settings.hasNext()) {
+      Tuple2 setting = (Tuple2) settings.next();
+      conf.setConfString((String) setting._1(), (String) setting._2());
+    }
+    String timeZone = conf.sessionLocalTimeZone();
+    // the user's aim for the number of tasks (minPartitionNum) is left to Spark
+    String packing =
+        conf.filesMinPartitionNum().isDefined()
+            ? ""
+            : conf.filesMaxPartitionBytes() + "," + conf.filesOpenCostInBytes() + ","
+                + scans.leafNodeDefaultParallelism();
     StringBuilder filters = new StringBuilder();
     appendSql(filters, partitionFilters);
     appendSql(filters, dataFilters);
-    byte[] answer = DeltaSource.tables().listFiles(tableId, filters.toString(), timeZone);
+    byte[] answer =
+        DeltaSource.tables().listFiles(tableId, filters.toString(), timeZone, packing);
     if (answer.length > 0 && answer[0] == 'E') {
       throw DeltaSource.error(new String(answer, 1, answer.length - 1, StandardCharsets.UTF_8));
     }
-    ArrayList directories = parse(answer, timeZone);
+    String split = next(answer, 1);
+    if (split.length() > 0) {
+      conf.setConfString(SQLConf.FILES_MAX_PARTITION_BYTES().key(), split);
+    }
+    ArrayList directories = parse(answer, 2 + split.length(), timeZone);
     InterpretedPredicate keep = partitionPredicate(partitionFilters);
     ArrayList kept = new ArrayList();
     for (int i = 0; i < directories.size(); i++) {
@@ -128,12 +160,12 @@ public final class DeltaFileIndex implements FileIndex {
   }
 
   /** The Python core's listing as partition directories of files, partition values typed. */
-  private ArrayList parse(byte[] answer, String timeZone) {
+  private ArrayList parse(byte[] answer, int start, String timeZone) {
     StructField[] fields = partitionSchema.fields();
     ArrayList directories = new ArrayList();
     ArrayList files = null;
     String[] current = null;
-    int pos = 1;
+    int pos = start;
     while (pos < answer.length) {
       String path = next(answer, pos);
       pos += utf8Length(path) + 1;

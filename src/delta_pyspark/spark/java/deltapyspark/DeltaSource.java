@@ -111,13 +111,17 @@ public final class DeltaSource
     String[] parts = answer.substring(1).split("\0", -1);
     StructType schema = (StructType) DataType.fromJson(parts[2]);
     StructType partitionSchema = (StructType) DataType.fromJson(parts[3]);
+    org.apache.spark.sql.classic.SparkSession user =
+        (org.apache.spark.sql.classic.SparkSession) session;
+    org.apache.spark.sql.classic.SparkSession scans = user.cloneSession();
     DeltaFileIndex index =
-        new DeltaFileIndex(parts[0], parts[1], partitionSchema, Long.parseLong(parts[4]));
+        new DeltaFileIndex(
+            parts[0], parts[1], partitionSchema, Long.parseLong(parts[4]), user, scans);
     // the table can hold deletion vectors: its files' rows come with each listing
     ParquetFileFormat format =
         "dv".equals(parts[5]) ? new DeletionVectorParquetFormat() : new ParquetFileFormat();
     return new HadoopFsRelation(
-        index, partitionSchema, schema, Option.empty(), format, parameters, session);
+        index, partitionSchema, schema, Option.empty(), format, parameters, scans);
   }
 
   public BaseRelation createRelation(

@@ -20,10 +20,12 @@ public interface DeltaTables {
 
   /**
    * The files of the table's current snapshot (or its pinned one) that may hold rows matching
-   * the filters (SQL texts, NUL-separated). Answer: {@code O} then per file {@code path NUL size
+   * the filters (SQL texts, NUL-separated). {@code packing}: {@code max-split-bytes,open-cost,
+   * task-slots} of the session, or empty to leave the packing of files into tasks to Spark.
+   * Answer: {@code O split-bytes NUL} (empty: Spark's) then per file {@code path NUL size
    * NUL modification-time NUL deleted-rows NUL} (the rows its deletion vector marks as a
    * base64 portable 64-bit roaring bitmap, or empty) and one {@code value NUL} per partition
    * column ({@code \u0001} for null), UTF-8, files of one partition adjacent.
    */
-  byte[] listFiles(String tableId, String filters, String timeZone);
+  byte[] listFiles(String tableId, String filters, String timeZone, String packing);
 }
