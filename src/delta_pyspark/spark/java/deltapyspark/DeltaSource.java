@@ -45,23 +45,6 @@ public final class DeltaSource
 
   private static volatile DeltaTables tables;
 
-  /** Each user session's clone that its Delta scans read settings from (see DeltaFileIndex). */
-  private static final java.util.WeakHashMap SCAN_SESSIONS = new java.util.WeakHashMap();
-
-  /**
-   * The session the Delta relations made in {@code user} read their scans' settings from:
-   * one clone per user session, not one per relation (each SQL query on a path makes one).
-   */
-  static synchronized org.apache.spark.sql.classic.SparkSession scanSession(
-      org.apache.spark.sql.classic.SparkSession user) {
-    Object scans = SCAN_SESSIONS.get(user);
-    if (scans == null) {
-      scans = user.cloneSession();
-      SCAN_SESSIONS.put(user, scans);
-    }
-    return (org.apache.spark.sql.classic.SparkSession) scans;
-  }
-
   /** Called by the Python core when a session is set up (Spark instantiates sources itself). */
   public static void register(DeltaTables pythonTables) {
     tables = pythonTables;
@@ -130,7 +113,7 @@ public final class DeltaSource
     StructType partitionSchema = (StructType) DataType.fromJson(parts[3]);
     org.apache.spark.sql.classic.SparkSession user =
         (org.apache.spark.sql.classic.SparkSession) session;
-    org.apache.spark.sql.classic.SparkSession scans = scanSession(user);
+    org.apache.spark.sql.classic.SparkSession scans = user.cloneSession();
     DeltaFileIndex index =
         new DeltaFileIndex(
             parts[0], parts[1], partitionSchema, Long.parseLong(parts[4]), user, scans);
