@@ -28,7 +28,6 @@ import org.apache.spark.sql.types.StructType;
 import org.apache.spark.unsafe.types.UTF8String;
 import org.apache.spark.sql.classic.SparkSession;
 import scala.Option;
-import scala.Tuple2;
 import scala.collection.Iterator;
 import scala.collection.immutable.Seq;
 import scala.jdk.javaapi.CollectionConverters;
@@ -51,24 +50,27 @@ public final class DeltaFileIndex implements FileIndex {
   private final Path root;
   private final StructType partitionSchema;
   private final long sizeInBytes;
-  /** The session the relation was made in, whose settings its scans follow. */
-  private final SparkSession user;
   /**
-   * The relation's own session, which Spark reads a scan's split size from: a copy of {@code
-   * user}'s settings at each listing, with the split size that packs the listed files into
-   * whole waves of tasks (see {@code scan.even_split_bytes}).
+   * The relation's own session (a clone of the user's when the relation was made), which Spark
+   * reads a scan's settings from: each listing sets in it the split size that packs the listed
+   * files into whole waves of tasks (see {@code scan.even_split_bytes}). Its other settings
+   * stay as they were when the relation was made: copying the user's later ones at listing
+   * time would reach the reader but not what Spark planned before listing (a columnar scan
+   * then got rows from a row-based reader).
    */
   private final SparkSession scans;
+  /** The user's maximum split size when the relation was made. */
+  private final long maxSplitBytes;
 
   public DeltaFileIndex(
       String tableId, String root, StructType partitionSchema, long sizeInBytes,
-      SparkSession user, SparkSession scans) {
+      SparkSession scans) {
     this.tableId = tableId;
     this.root = new Path(root);
     this.partitionSchema = partitionSchema;
     this.sizeInBytes = sizeInBytes;
-    this.user = user;
     this.scans = scans;
+    this.maxSplitBytes = scans.sessionState().conf().filesMaxPartitionBytes();
   }
 
   public String tableId() {
@@ -83,18 +85,12 @@ public final class DeltaFileIndex implements FileIndex {
 
   public Seq listFiles(Seq partitionFilters, Seq dataFilters) {
     SQLConf conf = scans.sessionState().conf();
-    conf.clear();
-    Iterator settings = user.sessionState().conf().getAllConfs().iterator();
-    while (settings.hasNext()) {
-      Tuple2 setting = (Tuple2) settings.next();
-      conf.setConfString((String) setting._1(), (String) setting._2());
-    }
     String timeZone = conf.sessionLocalTimeZone();
     // the user's aim for the number of tasks (minPartitionNum) is left to Spark
     String packing =
         conf.filesMinPartitionNum().isDefined()
             ? ""
-            : conf.filesMaxPartitionBytes() + "," + conf.filesOpenCostInBytes() + ","
+            : maxSplitBytes + "," + conf.filesOpenCostInBytes() + ","
                 + scans.leafNodeDefaultParallelism();
     StringBuilder filters = new StringBuilder();
     appendSql(filters, partitionFilters);
@@ -107,6 +103,8 @@ public final class DeltaFileIndex implements FileIndex {
     String split = next(answer, 1);
     if (split.length() > 0) {
       conf.setConfString(SQLConf.FILES_MAX_PARTITION_BYTES().key(), split);
+    } else {
+      conf.setConfString(SQLConf.FILES_MAX_PARTITION_BYTES().key(), Long.toString(maxSplitBytes));
     }
     ArrayList directories = parse(answer, 2 + split.length(), timeZone);
     InterpretedPredicate keep = partitionPredicate(partitionFilters);

@@ -115,8 +115,7 @@ public final class DeltaSource
         (org.apache.spark.sql.classic.SparkSession) session;
     org.apache.spark.sql.classic.SparkSession scans = user.cloneSession();
     DeltaFileIndex index =
-        new DeltaFileIndex(
-            parts[0], parts[1], partitionSchema, Long.parseLong(parts[4]), user, scans);
+        new DeltaFileIndex(parts[0], parts[1], partitionSchema, Long.parseLong(parts[4]), scans);
     // the table can hold deletion vectors: its files' rows come with each listing
     ParquetFileFormat format =
         "dv".equals(parts[5]) ? new DeletionVectorParquetFormat() : new ParquetFileFormat();
