@@ -12,6 +12,7 @@ BENCHMARKS = {
     "spark_scan_write": "benchmarks.spark_scan_write",
     "commit_throughput": "benchmarks.commit_throughput",
     "optimize": "benchmarks.optimize",
+    "planner_reads": "benchmarks.planner_reads",
 }
 
 

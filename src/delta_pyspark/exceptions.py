@@ -47,6 +47,14 @@ class DeltaUnsupportedOperationException(DeltaError):
     """The operation cannot be carried out as asked (e.g. an ambiguous MERGE)."""
 
 
+class DeltaSchemaChangedError(DeltaAnalysisException):
+    """The table's schema changed incompatibly between a DataFrame's analysis and its scan."""
+
+
+class DeltaPlannerUnsupportedError(DeltaUnsupportedOperationException):
+    """The table uses a feature reads through Spark's planner do not support yet."""
+
+
 class DeltaJvmExtensionError(DeltaError):
     """delta-pyspark's JVM helper could not be built, or the SparkSession lacks it."""
 

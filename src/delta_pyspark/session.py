@@ -1,10 +1,12 @@
 """Making delta-spark's idioms work in a plain PySpark process.
 
 ``configure_spark_with_delta(builder)`` adds the session settings Delta tables
-want and installs hooks on PySpark's ``DataFrameWriter``/``DataFrameReader``
+want (the JVM helper jar with the ``delta`` source Spark resolves itself, and its session
+extension) and installs hooks on PySpark's ``DataFrameWriter``/``DataFrameReader``
 (and ``SparkSession.table``) so that ``format("delta")`` and delta table names
 route here, while every other format goes to Spark untouched. The hooks are
-process-wide, so sessions created later see them too.
+process-wide, so sessions created later see them too. Reads go through Spark's planner
+(``spark.planner``) unless the table uses a feature it does not support yet.
 """
 
 from __future__ import annotations
@@ -16,11 +18,12 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.readwriter import DataFrameReader, DataFrameWriter
 
 from delta_pyspark.core.delta_log import DeltaLog
-from delta_pyspark.core.time_travel import parse_timestamp_ms, split_path_suffix
 from delta_pyspark.exceptions import DeltaIllegalArgumentException
+from delta_pyspark.spark import planner
 from delta_pyspark.spark.catalog import table_location
 from delta_pyspark.spark.filter_skipping import refine, scan_table
 from delta_pyspark.spark.jvm_extension import with_extension_jar
+from delta_pyspark.spark.scan import session_time_zone
 from delta_pyspark.spark.write_command import WriteRequest, write_delta
 
 SESSION_DEFAULTS = {
@@ -36,10 +39,29 @@ def configure_spark_with_delta(builder: SparkSession.Builder) -> SparkSession.Bu
     """Counterpart of delta-spark's ``configure_spark_with_delta_pip``."""
     for key, value in SESSION_DEFAULTS.items():
         builder = builder.config(key, value)
-    jars = getattr(builder, "_options", {}).get("spark.jars")
-    builder = builder.config("spark.jars", with_extension_jar(jars))
+    options = getattr(builder, "_options", {})
+    builder = builder.config("spark.jars", with_extension_jar(options.get("spark.jars")))
+    extensions = [e for e in (options.get("spark.sql.extensions") or "").split(",") if e]
+    if planner.EXTENSIONS not in extensions:
+        extensions.append(planner.EXTENSIONS)
+    builder = builder.config("spark.sql.extensions", ",".join(extensions))
+    _enable_planner_on_create(builder)
     install()
     return builder
+
+
+def _enable_planner_on_create(builder: SparkSession.Builder) -> None:
+    """The builder's sessions get the planner's callback as soon as they exist: a first
+    ``spark.sql`` reading a Delta table runs no Python of ours before Spark asks for files."""
+    original = builder.getOrCreate
+
+    @functools.wraps(original)
+    def get_or_create() -> SparkSession:
+        session = original()
+        planner.enable(session)
+        return session
+
+    builder.getOrCreate = get_or_create  # type: ignore[method-assign]
 
 
 def _state(obj: Any) -> dict[str, Any]:
@@ -54,25 +76,15 @@ def _is_delta(fmt: str | None) -> bool:
     return fmt is not None and fmt.lower() == "delta"
 
 
-def _session_tz(spark: SparkSession) -> Any:
-    from zoneinfo import ZoneInfo
-
-    return ZoneInfo(spark.conf.get("spark.sql.session.timeZone", "UTC"))
-
-
 def load_table(spark: SparkSession, path: str, options: dict[str, str]) -> DataFrame:
-    """Read a Delta table at ``path`` honouring time travel options and path suffixes."""
-    tz = _session_tz(spark)
-    path, version, ts = split_path_suffix(path, tz)
-    lowered = {k.lower(): v for k, v in options.items()}
-    if "versionasof" in lowered:
-        version = int(lowered["versionasof"])
-    if "timestampasof" in lowered:
-        ts = parse_timestamp_ms(lowered["timestampasof"], tz)
-    if version is not None and ts is not None:
-        raise DeltaIllegalArgumentException("give either versionAsOf or timestampAsOf, not both")
-    log = DeltaLog.for_table(path)
-    snapshot = log.snapshot_at_timestamp(ts) if ts is not None else log.snapshot(version)
+    """Read a Delta table at ``path`` honouring time travel options and path suffixes:
+    through Spark's planner, or (features it does not support yet, a session without the
+    JVM helper) as a scan of the snapshot resolved now."""
+    snapshot, pinned = planner.TABLES.resolve(path, options, session_time_zone(spark))
+    if planner.unsupported_reason(snapshot) is None and planner.enable(spark):
+        if pinned:
+            planner.check_files_exist(snapshot)
+        return planner.load(spark, path, options)
     return scan_table(spark, snapshot)
 
 

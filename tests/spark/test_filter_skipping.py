@@ -58,7 +58,8 @@ def test_bound_column_falls_back_to_a_plain_filter(spark: Any, ranged: str):
     out = df.where(df.id == 7)
     assert _ids(out) == [7]
     assert scan_report(out) is not None or scan_report(out) is None  # either path is exact
-    assert scan_report(df.select("id").where("id = 1")) is None
+    # through Spark's planner, a filter after a projection skips too
+    assert scan_report(df.select("id").where("id = 1")).files_scanned == 1
 
 
 def test_skipping_uses_the_session_time_zone(spark: Any, tmp_path: Path):

@@ -42,7 +42,12 @@ def test_jar_is_compiled_once_per_source_and_spark_version(
         "deltapyspark/DeletionVectorParquetFormat.class",
         "deltapyspark/DeletionVectorReader.class",
         "deltapyspark/FileScans.class",
+        "deltapyspark/DeltaSource.class",
+        "deltapyspark/DeltaFileIndex.class",
     } <= names
+    with zipfile.ZipFile(jar) as z:  # how Spark's ServiceLoader finds format "delta"
+        services = "META-INF/services/org.apache.spark.sql.sources.DataSourceRegister"
+        assert z.read(services).decode().split() == ["deltapyspark.DeltaSource"]
     built = jar.stat().st_mtime_ns
     assert Path(extension_jar()) == jar and jar.stat().st_mtime_ns == built
     assert with_extension_jar("a.jar") == f"a.jar,{jar}"

@@ -5,6 +5,9 @@ against the deleted positions made scans 2-2.5x slower than scans of the same ro
 without vectors, a per-row filter above the scan 1.5-2x. ``DeletionVectorParquetFormat``
 is Spark's Parquet format whose reader drops them batch by batch inside the scan.
 ``FileScans`` gives a scan its own split size without changing the user's session.
+``DeltaSource`` is the ``delta`` data source Spark resolves itself (registered through the
+jar's ``META-INF/services``), whose ``DeltaFileIndex`` asks the Python core for the files
+of each scan (``planner``); ``DeltaSparkExtensions`` is the session extension it needs.
 
 The Java sources under ``java/`` are compiled when a session is configured
 (``configure_spark_with_delta``) with Janino, the compiler Spark itself ships, so a Java
@@ -57,16 +60,17 @@ def extension_jar() -> str:
     import pyspark
 
     sources = sorted(SOURCES.rglob("*.java"))
+    resources = sorted(p for p in (SOURCES / "META-INF").rglob("*") if p.is_file())
     digest = hashlib.sha256(pyspark.__version__.encode())
-    for src in sources:
+    for src in sources + resources:
         digest.update(src.relative_to(SOURCES).as_posix().encode() + src.read_bytes())
     jar = _cache_dir() / f"delta-pyspark-jvm-{digest.hexdigest()[:16]}.jar"
     if not jar.exists():
-        _compile(sources, jar)
+        _compile(sources, resources, jar)
     return str(jar)
 
 
-def _compile(sources: list[Path], jar: Path) -> None:
+def _compile(sources: list[Path], resources: list[Path], jar: Path) -> None:
     jars = sorted(_spark_jars().glob("*.jar"))
     compiler = [j for j in jars if j.name.startswith(("janino-", "commons-compiler-"))]
     if len(compiler) != 2:
@@ -95,6 +99,8 @@ def _compile(sources: list[Path], jar: Path) -> None:
         with zipfile.ZipFile(staged, "w") as out:
             for cls in built:
                 out.write(cls, cls.relative_to(classes).as_posix())
+            for resource in resources:  # e.g. the ServiceLoader entry naming ``DeltaSource``
+                out.write(resource, resource.relative_to(SOURCES).as_posix())
         os.replace(staged, jar)  # concurrent builders write the same bytes: last one wins
 
 

@@ -257,33 +257,49 @@ def _read(
 
 def _even_tasks(spark: SparkSession, df: DataFrame, file_sizes: pa.ChunkedArray) -> DataFrame:
     """``df`` (a plain scan of files of ``file_sizes`` bytes) with its files packed into a whole
-    number of waves of the cluster's task slots.
-
-    Spark packs files into tasks of at most ``spark.sql.files.maxPartitionBytes``: 307 MB
-    of files on 2 cores made 3 tasks, the second wave half idle; as 4 even tasks a copy of
-    them took 1.9 s instead of 2.6 s. When the files need more than one wave, the scan
-    gets the fewest tasks that fill whole waves, with the split size (never above the
-    user's maximum) whose packing, simulated as Spark does it, is the most even. Needs the
-    JVM helper and at most ``_MAX_SIMULATED_FILES`` files, and stays out of the way when
-    ``spark.sql.files.minPartitionNum`` is set; else Spark's packing stays.
+    number of waves of the cluster's task slots (``even_split_bytes``). Needs the JVM helper
+    and stays out of the way when ``spark.sql.files.minPartitionNum`` is set; else Spark's
+    packing stays.
     """
-    if len(file_sizes) > _MAX_SIMULATED_FILES:
-        return df
     conf = spark._jsparkSession.sessionState().conf()
     if conf.filesMinPartitionNum().isDefined():
         return df  # the user chose how many tasks Spark aims for
-    limit, open_cost = conf.filesMaxPartitionBytes(), conf.filesOpenCostInBytes()
-    slots = spark._jsparkSession.leafNodeDefaultParallelism()
+    split = even_split_bytes(
+        file_sizes,
+        conf.filesMaxPartitionBytes(),
+        conf.filesOpenCostInBytes(),
+        spark._jsparkSession.leafNodeDefaultParallelism(),
+    )
+    scans = helper_class(spark, "deltapyspark.FileScans")
+    if split is None or scans is None:
+        return df
+    from pyspark.sql import DataFrame as SparkFrame
+
+    return SparkFrame(scans.withMaxSplitBytes(df._jdf, split), spark)
+
+
+def even_split_bytes(
+    file_sizes: pa.ChunkedArray | pa.Array, limit: int, open_cost: int, slots: int
+) -> int | None:
+    """The split size (at most ``limit``, Spark's ``spark.sql.files.maxPartitionBytes``) that
+    packs files of ``file_sizes`` bytes into a whole number of waves of ``slots`` tasks, or
+    None when Spark's own packing already does (or more than ``_MAX_SIMULATED_FILES`` files).
+
+    Spark packs files into tasks of at most ``limit``: 307 MB of files on 2 cores made 3
+    tasks, the second wave half idle; as 4 even tasks a copy of them took 1.9 s instead of
+    2.6 s. When the files need more than one wave, the scan gets the fewest tasks that fill
+    whole waves, with the split size whose packing, simulated as Spark does it, is the most
+    even.
+    """
+    if len(file_sizes) > _MAX_SIMULATED_FILES or len(file_sizes) == 0:
+        return None
     total = (pc.sum(file_sizes).as_py() or 0) + open_cost * len(file_sizes)
     if total <= limit * slots:
-        return df  # one wave: Spark already spreads the bytes over the slots
+        return None  # one wave: Spark already spreads the bytes over the slots
     tasks = -(-total // (limit * slots)) * slots
     sizes = file_sizes.to_pylist()
     if _packing(sizes, limit, open_cost, slots)[0] % slots == 0:
-        return df
-    scans = helper_class(spark, "deltapyspark.FileScans")
-    if scans is None:
-        return df
+        return None
     step = max(1, max(sizes) // 8)
     fitting = [
         (busiest, -split)
@@ -291,11 +307,7 @@ def _even_tasks(spark: SparkSession, df: DataFrame, file_sizes: pa.ChunkedArray)
         for count, busiest in [_packing(sizes, split, open_cost, slots)]
         if count == tasks
     ]
-    if not fitting:
-        return df
-    from pyspark.sql import DataFrame as SparkFrame
-
-    return SparkFrame(scans.withMaxSplitBytes(df._jdf, -min(fitting)[1]), spark)
+    return -min(fitting)[1] if fitting else None
 
 
 def _packing(sizes: list[int], split: int, open_cost: int, slots: int) -> tuple[int, int]:

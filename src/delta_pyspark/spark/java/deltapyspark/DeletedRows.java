@@ -54,7 +54,7 @@ public final class DeletedRows implements java.io.Serializable {
   }
 
   /** The ascending positions of the 64-bit bitmap at {@code in}, which moves past it. */
-  private static long[] positions(ByteBuffer in) throws java.io.IOException {
+  static long[] positions(ByteBuffer in) throws java.io.IOException {
     int buckets = (int) in.getLong();
     int[] keys = new int[buckets];
     RoaringBitmap[] bitmaps = new RoaringBitmap[buckets];

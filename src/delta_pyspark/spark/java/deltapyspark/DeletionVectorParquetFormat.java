@@ -29,10 +29,21 @@ public final class DeletionVectorParquetFormat extends ParquetFileFormat {
 
   static final String DELETED_ROWS_OPTION = "__delta_pyspark_deleted_rows";
 
+  /** The scan's deleted rows by file; null when each file carries its own (see below). */
   private final DeletedRows deleted;
 
   public DeletionVectorParquetFormat(DeletedRows deleted) {
     this.deleted = deleted;
+  }
+
+  /**
+   * The format of {@link DeltaSource}'s relations over tables with deletion vectors: the file
+   * index lists each file with its deleted rows (Spark hands a listing's file metadata to the
+   * reader with each split, {@link DeletionVectorReader#DELETED_ROWS}), since the vectors of a
+   * scan are only known when its files are listed, after this format was made.
+   */
+  public DeletionVectorParquetFormat() {
+    this(null);
   }
 
   /**
@@ -95,7 +106,9 @@ public final class DeletionVectorParquetFormat extends ParquetFileFormat {
     }
     // Broadcast: sent to each executor once, not with every task
     Broadcast shared =
-        session.sparkContext().broadcast(deleted, ClassTag$.MODULE$.apply(DeletedRows.class));
+        deleted == null
+            ? null
+            : session.sparkContext().broadcast(deleted, ClassTag$.MODULE$.apply(DeletedRows.class));
     return new DeletionVectorReader(
         indexed, counted, shared, rows, read.fieldIndex(name), !asked);
   }
@@ -121,15 +134,18 @@ public final class DeletionVectorParquetFormat extends ParquetFileFormat {
   }
 
   public boolean equals(Object other) {
-    return other instanceof DeletionVectorParquetFormat
-        && deleted.equals(((DeletionVectorParquetFormat) other).deleted);
+    if (!(other instanceof DeletionVectorParquetFormat)) {
+      return false;
+    }
+    DeletedRows theirs = ((DeletionVectorParquetFormat) other).deleted;
+    return deleted == null ? theirs == null : deleted.equals(theirs);
   }
 
   public int hashCode() {
-    return deleted.hashCode();
+    return deleted == null ? 0 : deleted.hashCode();
   }
 
   public String toString() {
-    return "Parquet with " + deleted;
+    return "Parquet with " + (deleted == null ? "deletion vectors" : deleted.toString());
   }
 }

@@ -31,7 +31,10 @@ final class DeletionVectorReader extends scala.runtime.AbstractFunction1
    * indexes are asked for, it returns batches and this reader adds them.
    */
   private final Function1 counted;
-  /** The scan's {@link DeletedRows}. */
+  /** Key of a listed file's deleted rows (ascending {@code long[]}) in its split's metadata. */
+  static final String DELETED_ROWS = "__delta_pyspark_deleted_rows";
+
+  /** The scan's {@link DeletedRows}, or null: each split carries its file's rows. */
   private final Broadcast deleted;
   /** What Spark's reader returns per row: the read fields, then the partition columns. */
   private final StructType rowSchema;
@@ -53,7 +56,17 @@ final class DeletionVectorReader extends scala.runtime.AbstractFunction1
     PartitionedFile file = (PartitionedFile) split;
     // Spark's _metadata.file_path spelling, which the Python side keys files by
     String path = new org.apache.hadoop.fs.Path(file.toPath().toString()).toUri().toString();
-    long[] rows = ((DeletedRows) deleted.value()).rowsOf(path);
+    long[] rows;
+    if (deleted != null) {
+      rows = ((DeletedRows) deleted.value()).rowsOf(path);
+    } else {
+      scala.Option listed = file.otherConstantMetadataColumnValues().get(DELETED_ROWS);
+      if (listed.isDefined()) {
+        rows = (long[]) listed.get();
+      } else {
+        rows = new long[0];
+      }
+    }
     if (counted != null && file.start() == 0 && file.length() >= file.fileSize()) {
       return new LiveRows((scala.collection.Iterator) counted.apply(file), rows, false);
     }

@@ -1,0 +1,179 @@
+package deltapyspark;
+
+import org.apache.hadoop.mapreduce.Job;
+import org.apache.spark.QueryContext;
+import org.apache.spark.sql.AnalysisException;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.SQLContext;
+import org.apache.spark.sql.SaveMode;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.execution.FileSourceScanExec;
+import org.apache.spark.sql.execution.SparkPlan;
+import org.apache.spark.sql.execution.adaptive.AdaptiveSparkPlanExec;
+import org.apache.spark.sql.execution.adaptive.QueryStageExec;
+import org.apache.spark.sql.execution.datasources.FileFormat;
+import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
+import org.apache.spark.sql.execution.datasources.OutputWriterFactory;
+import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
+import org.apache.spark.sql.sources.BaseRelation;
+import org.apache.spark.sql.sources.CreatableRelationProvider;
+import org.apache.spark.sql.sources.DataSourceRegister;
+import org.apache.spark.sql.sources.RelationProvider;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.unsafe.Platform;
+import scala.Option;
+import scala.Tuple2;
+import scala.collection.Iterator;
+import scala.collection.immutable.Map;
+import scala.collection.immutable.Seq;
+
+/**
+ * The {@code delta} data source Spark resolves itself ({@code format("delta")}, {@code
+ * delta.`path`} in SQL): a Parquet {@link HadoopFsRelation} whose files a {@link
+ * DeltaFileIndex} asks from the Python core, so Spark's planner prunes partitions, pushes
+ * filters, prunes dynamically and splits files as for any file source.
+ *
+ * <p>It is also a {@link FileFormat} only because Spark runs SQL on a path ({@code
+ * delta.`path`}) for file formats alone; it never reads or writes files as one. Writes through
+ * the JVM are refused ({@link DeltaSparkExtensions} refuses SQL inserts): they must go through
+ * the Python core's transaction.
+ */
+public final class DeltaSource
+    implements DataSourceRegister, RelationProvider, CreatableRelationProvider, FileFormat {
+  static final String EXTENSIONS = "deltapyspark.DeltaSparkExtensions";
+
+  private static volatile DeltaTables tables;
+
+  /** Called by the Python core when a session is set up (Spark instantiates sources itself). */
+  public static void register(DeltaTables pythonTables) {
+    tables = pythonTables;
+  }
+
+  static DeltaTables tables() {
+    DeltaTables registered = tables;
+    if (registered == null) {
+      throw error(
+          "Delta tables are read through delta-pyspark's Python core, which this JVM has not "
+              + "registered: build the session with "
+              + "delta_pyspark.configure_spark_with_delta(builder).getOrCreate()");
+    }
+    return registered;
+  }
+
+  /**
+   * Throws an {@link AnalysisException} (what PySpark raises as its own) carrying {@code
+   * message}. It is a checked exception in Java, unchecked in the Scala interfaces implemented
+   * here, hence thrown through {@code Platform}; declared to return one so call sites read
+   * {@code throw error(...)}.
+   */
+  static RuntimeException error(String message) {
+    Platform.throwException(
+        new AnalysisException(
+            message,
+            Option.empty(),
+            Option.empty(),
+            Option.empty(),
+            Option.empty(),
+            scala.collection.immutable.Map$.MODULE$.empty(),
+            new QueryContext[0]));
+    return new IllegalStateException(message);
+  }
+
+  public String shortName() {
+    return "delta";
+  }
+
+  public BaseRelation createRelation(SQLContext context, Map parameters) {
+    SparkSession session = context.sparkSession();
+    String extensions = session.sparkContext().conf().get("spark.sql.extensions", "");
+    if (!extensions.contains(EXTENSIONS)) {
+      throw error(
+          "this SparkSession lacks delta-pyspark's session extension (" + EXTENSIONS
+              + "), which keeps SQL writes off Delta tables: build the session with "
+              + "delta_pyspark.configure_spark_with_delta(builder).getOrCreate()");
+    }
+    Option path = parameters.get("path");
+    if (path.isEmpty()) {
+      throw error("reading a Delta table needs a path");
+    }
+    StringBuilder options = new StringBuilder();
+    Iterator it = parameters.iterator();
+    while (it.hasNext()) {
+      Tuple2 option = (Tuple2) it.next();
+      options.append((String) option._1()).append('\0').append((String) option._2()).append('\0');
+    }
+    String timeZone = session.sessionState().conf().sessionLocalTimeZone();
+    String answer = tables().open((String) path.get(), options.toString(), timeZone);
+    if (answer.startsWith("E")) {
+      throw error(answer.substring(1));
+    }
+    String[] parts = answer.substring(1).split("\0", -1);
+    StructType schema = (StructType) DataType.fromJson(parts[2]);
+    StructType partitionSchema = (StructType) DataType.fromJson(parts[3]);
+    org.apache.spark.sql.classic.SparkSession user =
+        (org.apache.spark.sql.classic.SparkSession) session;
+    org.apache.spark.sql.classic.SparkSession scans = user.cloneSession();
+    DeltaFileIndex index =
+        new DeltaFileIndex(parts[0], parts[1], partitionSchema, Long.parseLong(parts[4]), scans);
+    // the table can hold deletion vectors: its files' rows come with each listing
+    ParquetFileFormat format =
+        "dv".equals(parts[5]) ? new DeletionVectorParquetFormat() : new ParquetFileFormat();
+    return new HadoopFsRelation(
+        index, partitionSchema, schema, Option.empty(), format, parameters, scans);
+  }
+
+  public BaseRelation createRelation(
+      SQLContext context, SaveMode mode, Map parameters, Dataset data) {
+    throw writeRefused();
+  }
+
+  static RuntimeException writeRefused() {
+    return error(
+        "writing a Delta table through Spark's planner (SQL INSERT, CREATE TABLE AS SELECT, "
+            + "a JVM DataFrameWriter) is not supported yet: write from Python with "
+            + "df.write.format(\"delta\").save(path) or DeltaTable's methods");
+  }
+
+  public Option inferSchema(SparkSession session, Map options, Seq files) {
+    throw error("the delta source resolves its schema from the table's log, not from files");
+  }
+
+  public OutputWriterFactory prepareWrite(
+      SparkSession session, Job job, Map options, StructType dataSchema) {
+    throw writeRefused();
+  }
+
+  /**
+   * The ids of the Delta tables the scans of {@code data}'s physical plan read, each scan's
+   * files listed by then (the listing is what reports the files it kept, see {@code planner}).
+   */
+  public static String[] listedTablesOf(org.apache.spark.sql.classic.Dataset data) {
+    java.util.ArrayList ids = new java.util.ArrayList();
+    java.util.ArrayList todo = new java.util.ArrayList();
+    todo.add(data.queryExecution().executedPlan());
+    while (!todo.isEmpty()) {
+      SparkPlan node = (SparkPlan) todo.remove(todo.size() - 1);
+      if (node instanceof AdaptiveSparkPlanExec) {
+        todo.add(((AdaptiveSparkPlanExec) node).executedPlan());
+      } else if (node instanceof QueryStageExec) {
+        todo.add(((QueryStageExec) node).plan());
+      } else if (node instanceof FileSourceScanExec) {
+        FileSourceScanExec scan = (FileSourceScanExec) node;
+        if (scan.relation().location() instanceof DeltaFileIndex) {
+          scan.selectedPartitions();
+          ids.add(((DeltaFileIndex) scan.relation().location()).tableId());
+        }
+      }
+      Iterator children = node.children().iterator();
+      while (children.hasNext()) {
+        todo.add(children.next());
+      }
+    }
+    return (String[]) ids.toArray(new String[0]);
+  }
+
+  public String toString() {
+    return "delta";
+  }
+}

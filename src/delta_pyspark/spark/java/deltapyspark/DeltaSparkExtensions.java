@@ -1,0 +1,46 @@
+package deltapyspark;
+
+import org.apache.spark.sql.SparkSessionExtensions;
+import org.apache.spark.sql.execution.datasources.InsertIntoHadoopFsRelationCommand;
+import scala.Option;
+import org.apache.spark.sql.catalyst.parser.ParserInterface;
+import scala.runtime.AbstractFunction1;
+import scala.runtime.AbstractFunction2;
+import scala.runtime.BoxedUnit;
+
+/**
+ * delta-pyspark's session extension ({@code spark.sql.extensions}): the SQL parser that names
+ * the table of {@code delta.`path`} to the source ({@link DeltaSqlParser}), and a check that
+ * refuses SQL inserts into Delta tables at analysis: Spark plans them as plain Parquet writes
+ * into the table's directory (an overwrite deleting the log with it), before any code of the
+ * source runs.
+ */
+public final class DeltaSparkExtensions extends AbstractFunction1 {
+  public Object apply(Object injected) {
+    SparkSessionExtensions extensions = (SparkSessionExtensions) injected;
+    extensions.injectParser(
+        new AbstractFunction2() {
+          public Object apply(Object session, Object parser) {
+            return new DeltaSqlParser((ParserInterface) parser);
+          }
+        });
+    extensions
+        .injectCheckRule(
+            new AbstractFunction1() {
+              public Object apply(Object session) {
+                return new AbstractFunction1() {
+                  public Object apply(Object plan) {
+                    if (plan instanceof InsertIntoHadoopFsRelationCommand) {
+                      Option index = ((InsertIntoHadoopFsRelationCommand) plan).fileIndex();
+                      if (index.isDefined() && index.get() instanceof DeltaFileIndex) {
+                        throw DeltaSource.writeRefused();
+                      }
+                    }
+                    return BoxedUnit.UNIT;
+                  }
+                };
+              }
+            });
+    return BoxedUnit.UNIT;
+  }
+}

@@ -1,0 +1,31 @@
+package deltapyspark;
+
+/**
+ * delta-pyspark's Python core as the Delta source sees it: implemented in the driver's Python
+ * and called over py4j's callback server, so the Python core stays the only reader of the log.
+ *
+ * <p>Answers are flat strings and bytes (py4j sends bytes base64-encoded in one message): a
+ * py4j round trip per file would dominate planning on tables of thousands of files. An answer
+ * starting with {@code 'E'} is an error whose message follows; otherwise it starts with
+ * {@code 'O'}.
+ */
+public interface DeltaTables {
+  /**
+   * Resolves the table at {@code path} for a new relation. {@code options} are the read's
+   * options as {@code key NUL value NUL ...}. Answer: {@code O table-id NUL table-root NUL
+   * schema-json NUL partition-schema-json NUL size-in-bytes NUL format}, format {@code dv} when
+   * files may have deletion vectors, else empty.
+   */
+  String open(String path, String options, String timeZone);
+
+  /**
+   * The files of the table's current snapshot (or its pinned one) that may hold rows matching
+   * the filters (SQL texts, NUL-separated). {@code packing}: {@code max-split-bytes,open-cost,
+   * task-slots} of the session, or empty to leave the packing of files into tasks to Spark.
+   * Answer: {@code O split-bytes NUL} (empty: Spark's) then per file {@code path NUL size
+   * NUL modification-time NUL deleted-rows NUL} (the rows its deletion vector marks as a
+   * base64 portable 64-bit roaring bitmap, or empty) and one {@code value NUL} per partition
+   * column ({@code \u0001} for null), UTF-8, files of one partition adjacent.
+   */
+  byte[] listFiles(String tableId, String filters, String timeZone, String packing);
+}

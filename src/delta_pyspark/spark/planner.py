@@ -1,0 +1,319 @@
+"""Delta tables inside Spark's planner: the Python side of the JVM's ``delta`` source.
+
+Spark resolves ``format("delta")`` and ``delta.`path``` in SQL to the JVM helper's
+``DeltaSource``: a Parquet relation whose ``DeltaFileIndex`` asks this module, over py4j's
+callback server, for the files of every scan. So each action reads the table's current
+snapshot (time travel pins one), Spark's filters reach the log's stats-based skipping in every
+plan shape (SQL, views, joins, filters after projections), and Spark prunes partitions
+(dynamically too), pushes filters down and splits files as for any file source.
+
+Protocol (``DeltaTables.java``): ``open`` resolves a table for a new relation and answers its
+schema; ``listFiles`` answers the kept files as one bytes blob (path, size, modification time,
+deleted rows and the log's partition value strings, NUL-separated, grouped by partition), with
+the split size that packs them into whole waves of tasks (``scan.even_split_bytes``). Filters
+arrive as Spark's SQL text and are parsed into the core's ``Expr``; what the parser does not
+model prunes nothing. Errors are answered as text (prefix ``E``) that the JVM raises as an
+``AnalysisException``, so a user sees the typed error's name and message, not a py4j trace.
+
+Deletion vectors: a relation over a table that supports them reads with the JVM helper's
+``DeletionVectorParquetFormat``, and each listed file carries its deleted rows (a roaring
+bitmap) to the reader. Not yet through the planner: tables with column mapping (their reads
+keep ``scan.read_snapshot``; a SQL read raises ``DeltaPlannerUnsupportedError``).
+"""
+
+from __future__ import annotations
+
+import base64
+import itertools
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+from zoneinfo import ZoneInfo
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from delta_pyspark.core.column_mapping import column_mapping_mode
+from delta_pyspark.core.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
+from delta_pyspark.core.delta_log import DeltaLog
+from delta_pyspark.core.expressions import and_all, parse_predicate
+from delta_pyspark.core.log_store import log_store_for
+from delta_pyspark.core.schema import StructType
+from delta_pyspark.core.snapshot import Snapshot
+from delta_pyspark.core.time_travel import parse_timestamp_ms, split_path_suffix
+from delta_pyspark.exceptions import (
+    DeltaIllegalArgumentException,
+    DeltaPlannerUnsupportedError,
+    DeltaSchemaChangedError,
+)
+from delta_pyspark.spark.jvm_extension import helper_class
+from delta_pyspark.spark.paths import data_file_path
+from delta_pyspark.spark.scan import (
+    DeltaFileNotFoundError,
+    ScanReport,
+    even_split_bytes,
+    prune_files,
+)
+from delta_pyspark.spark.types import to_spark_type
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+EXTENSIONS = "deltapyspark.DeltaSparkExtensions"
+_NULL = "\x01"  # a null partition value in a listing (the log's strings never hold it)
+
+
+def time_travel(
+    path: str, options: dict[str, str], time_zone: str
+) -> tuple[str, int | None, int | None]:
+    """``(table path, version, timestamp ms)`` a read of ``path`` with ``options`` asks for:
+    ``versionAsOf``/``timestampAsOf`` options or a ``@v``/``@ts`` path suffix (None: latest)."""
+    tz = ZoneInfo(time_zone)
+    path, version, ts = split_path_suffix(path, tz)
+    lowered = {k.lower(): v for k, v in options.items()}
+    if "versionasof" in lowered:
+        version = int(lowered["versionasof"])
+    if "timestampasof" in lowered:
+        ts = parse_timestamp_ms(lowered["timestampasof"], tz)
+    if version is not None and ts is not None:
+        raise DeltaIllegalArgumentException("give either versionAsOf or timestampAsOf, not both")
+    return path, version, ts
+
+
+def unsupported_reason(snapshot: Snapshot) -> str | None:
+    """Why the planner cannot read ``snapshot``, or None."""
+    if column_mapping_mode(snapshot.configuration) != "none":
+        return "the table uses column mapping"
+    return None
+
+
+def check_files_exist(snapshot: Snapshot) -> None:
+    """Raise ``DeltaFileNotFoundError`` when a file of ``snapshot`` is gone from storage.
+
+    For time travel, whose old versions VACUUM removes files of: Spark would only fail when a
+    task opens the file, with an error that does not say why it is missing.
+    """
+    store = log_store_for(snapshot.table_root)
+    for path in snapshot.files.column("path").to_pylist():
+        full = data_file_path(snapshot.table_root, path)
+        if not store.exists(full):
+            raise DeltaFileNotFoundError(
+                f"{full} of version {snapshot.version} is missing from storage. It was "
+                "probably deleted by VACUUM or by hand; restore it or time travel to a "
+                "version that does not reference it."
+            )
+
+
+def _supports_vectors(snapshot: Snapshot) -> bool:
+    """Whether files of ``snapshot`` (or of later versions) may have deletion vectors."""
+    features = snapshot.protocol.reader_features or frozenset()
+    return "deletionVectors" in features or _has_vectors(snapshot.files)
+
+
+def _has_vectors(files: pa.Table) -> bool:
+    return bool(pc.any(pc.is_valid(files.column("deletionVector"))).as_py())
+
+
+@dataclass
+class _Relation:
+    """One relation Spark made over a table (small: snapshots are shared, see ``DeltaTables``)."""
+
+    root: str
+    version: int | None  # pinned by time travel
+    schema: StructType
+    partition_columns: list[str]
+    vectors: bool  # its format drops the rows deletion vectors mark
+    report: ScanReport | None = None
+
+
+class DeltaTables:
+    """The JVM's ``deltapyspark.DeltaTables``: the Python core answering ``DeltaFileIndex``.
+
+    Relations live as long as the process (the JVM does not say when it drops one), so they hold
+    no snapshot: the latest snapshot of each table is kept once and brought up to date
+    incrementally at each listing, and a few time-travel snapshots are kept besides.
+    """
+
+    _PINNED_KEPT = 8
+
+    def __init__(self) -> None:
+        self._relations: dict[str, _Relation] = {}
+        self._pinned: OrderedDict[tuple[str, int], Snapshot] = OrderedDict()
+        self._ids = itertools.count()
+        self._lock = threading.RLock()
+
+    def resolve(self, path: str, options: dict[str, str], time_zone: str) -> tuple[Snapshot, bool]:
+        """The snapshot a read of ``path`` with ``options`` starts from, and whether time
+        travel pins it."""
+        root, version, ts = time_travel(path, options, time_zone)
+        if ts is not None:
+            version = DeltaLog(root).snapshot_at_timestamp(ts).version
+        return self._snapshot(DeltaLog(root).table_root, version), version is not None
+
+    def _snapshot(self, root: str, version: int | None) -> Snapshot:
+        with self._lock:
+            if version is None:
+                return DeltaLog.for_table(root).snapshot()
+            key = (root, version)
+            snapshot = self._pinned.pop(key, None) or DeltaLog(root).snapshot(version)
+            self._pinned[key] = snapshot
+            while len(self._pinned) > self._PINNED_KEPT:
+                self._pinned.popitem(last=False)
+            return snapshot
+
+    def open(self, path: str, options: str, timeZone: str) -> str:
+        try:
+            fields = options.split("\0")[:-1]
+            opts = dict(zip(fields[::2], fields[1::2], strict=True))
+            snapshot, pinned = self.resolve(path, opts, timeZone)
+            reason = unsupported_reason(snapshot)
+            if reason is not None:
+                raise DeltaPlannerUnsupportedError(
+                    f"{snapshot.table_root}: {reason}, which reads through Spark's planner "
+                    "(SQL, format('delta') from the JVM) do not support yet; read it with "
+                    "spark.read.format('delta').load(path) from Python"
+                )
+            schema = snapshot.schema
+            parts = snapshot.partition_columns
+            table_id = str(next(self._ids))
+            vectors = _supports_vectors(snapshot)
+            self._relations[table_id] = _Relation(
+                snapshot.table_root, snapshot.version if pinned else None, schema, parts, vectors
+            )
+            part_schema = StructType(tuple(schema.field(c) for c in parts))
+            return "O" + "\0".join(
+                [
+                    table_id,
+                    snapshot.table_root,
+                    to_spark_type(schema).json(),
+                    to_spark_type(part_schema).json(),
+                    str(snapshot.size_in_bytes),
+                    "dv" if vectors else "",
+                ]
+            )
+        except Exception as e:  # answered as text: the JVM raises it as an AnalysisException
+            return f"E{type(e).__name__}: {e}"
+
+    def listFiles(self, tableId: str, filters: str, timeZone: str, packing: str) -> bytes:
+        try:
+            relation = self._relations[tableId]
+            snapshot = self._snapshot(relation.root, relation.version)
+            _check_compatible(relation, snapshot)
+            predicate = and_all(parse_predicate(f) for f in filters.split("\0") if f)
+            files = prune_files(snapshot, predicate, timeZone)
+            if not relation.vectors and _has_vectors(files):
+                raise DeltaPlannerUnsupportedError(
+                    f"{snapshot.table_root} (version {snapshot.version}): deletion vectors "
+                    "were enabled since this DataFrame was created: create it again"
+                )
+            relation.report = ScanReport(snapshot.version, snapshot.num_files, files.num_rows)
+            split = None
+            if packing:
+                limit, open_cost, slots = map(int, packing.split(","))
+                split = even_split_bytes(files.column("size"), limit, open_cost, slots)
+            return f"O{split or ''}\0".encode() + _encode(snapshot, files)
+        except Exception as e:
+            return f"E{type(e).__name__}: {e}".encode()
+
+    def report(self, table_id: str) -> ScanReport | None:
+        relation = self._relations.get(table_id)
+        return relation.report if relation is not None else None
+
+    class Java:
+        implements: ClassVar[list[str]] = ["deltapyspark.DeltaTables"]
+
+
+def _check_compatible(relation: _Relation, now: Snapshot) -> None:
+    """The relation's schema was fixed at analysis: ``now`` must still hold each of its columns,
+    with its type, and the same partition columns."""
+    changes = []
+    for old in relation.schema.fields:
+        new = now.schema.find_field(old.name, case_sensitive=False)
+        if new is None:
+            changes.append(f"column {old.name!r} was dropped")
+        elif new.type != old.type:
+            changes.append(f"column {old.name!r} changed type")
+    if now.partition_columns != relation.partition_columns:
+        changes.append("the partition columns changed")
+    if changes:
+        raise DeltaSchemaChangedError(
+            f"the schema of the Delta table at {now.table_root} changed incompatibly since this "
+            f"DataFrame was created (now version {now.version}: {'; '.join(changes)}): create "
+            "the DataFrame again"
+        )
+
+
+def _encode(snapshot: Snapshot, files: pa.Table) -> bytes:
+    """``files`` as ``DeltaFileIndex`` parses them, files of one partition adjacent."""
+    root = snapshot.table_root
+    parts = snapshot.partition_columns
+    paths = files.column("path").to_pylist()
+    sizes = files.column("size").to_pylist()
+    mtimes = files.column("modificationTime").to_pylist()
+    vectors = [""] * len(paths)
+    if _has_vectors(files):
+        store = log_store_for(root)
+        for i, dv in enumerate(files.column("deletionVector").to_pylist()):
+            if dv is not None:
+                rows = read_deletion_vector(DeletionVectorDescriptor.from_dict(dv), root, store)
+                vectors[i] = base64.b64encode(rows.serialize()).decode()
+    if parts:
+        values = [
+            tuple(v if v else _NULL for v in map(dict(pv or []).get, parts))
+            for pv in files.column("partitionValues").to_pylist()
+        ]
+    else:
+        values = [()] * len(paths)
+    rows = zip(values, paths, sizes, mtimes, vectors, strict=True)
+    out = []
+    for pv, path, size, mtime, vector in sorted(rows) if parts else rows:
+        out.append(f"{data_file_path(root, path)}\0{size}\0{mtime}\0{vector}\0")
+        out.extend(f"{v}\0" for v in pv)
+    return "".join(out).encode()
+
+
+TABLES = DeltaTables()
+
+
+def enable(spark: SparkSession) -> bool:
+    """Register this process's ``DeltaTables`` with the session's JVM (idempotent); False when
+    the session cannot read through the planner (no helper jar or no session extension)."""
+    source = helper_class(spark, "deltapyspark.DeltaSource")
+    if source is None:
+        return False
+    extensions = spark.sparkContext.getConf().get("spark.sql.extensions", "") or ""
+    if EXTENSIONS not in extensions:
+        return False
+    gateway = spark.sparkContext._gateway
+    if gateway.__dict__.get("_delta_tables_registered"):
+        return True
+    from pyspark.java_gateway import ensure_callback_server_started
+
+    ensure_callback_server_started(gateway)
+    source.register(TABLES)
+    gateway.__dict__["_delta_tables_registered"] = True
+    return True
+
+
+def load(spark: SparkSession, path: str, options: dict[str, str]) -> DataFrame:
+    """``spark.read.format("delta").options(options).load(path)`` as Spark itself resolves it."""
+    from pyspark.sql import DataFrame as SparkFrame
+
+    reader = spark._jsparkSession.read().format("delta")
+    for key, value in options.items():
+        reader = reader.option(key, value)
+    return SparkFrame(reader.load(path), spark)
+
+
+def scan_report(df: DataFrame) -> ScanReport | None:
+    """Files kept by the listing of the (first) Delta table ``df`` reads through the planner,
+    planning ``df`` if no action did yet (None: ``df`` reads no such table)."""
+    source = helper_class(df.sparkSession, "deltapyspark.DeltaSource")
+    if source is None:
+        return None
+    for table_id in source.listedTablesOf(df._jdf):
+        report = TABLES.report(table_id)
+        if report is not None:
+            return report
+    return None
