@@ -14,6 +14,11 @@ from pyspark.errors import AnalysisException
 
 from delta_pyspark import scan_report
 from delta_pyspark.core.delta_log import DeltaLog
+from delta_pyspark.exceptions import (
+    DeltaPlannerUnsupportedError,
+    DeltaSchemaChangedError,
+    DeltaTableNotFoundError,
+)
 from delta_pyspark.tables import DeltaTable
 
 SPECIAL = Path("/work/shared/testdata/delta-rs/delta-0.8.0-special-partition")
@@ -184,7 +189,7 @@ def test_an_incompatible_schema_change_is_a_clear_error(spark: Any, tmp_path: Pa
     spark.range(3).selectExpr("id").write.format("delta").mode("overwrite").option(
         "overwriteSchema", "true"
     ).save(path)
-    with pytest.raises(AnalysisException, match=r"DeltaSchemaChangedError: .*'v' was dropped"):
+    with pytest.raises(DeltaSchemaChangedError, match=r"'v' was dropped"):
         df.collect()
 
 
@@ -225,10 +230,10 @@ def test_column_mapped_tables_read_outside_the_planner(spark: Any, tmp_path: Pat
     path = str(tmp_path / "t")
     spark.range(4).write.format("delta").option("delta.columnMapping.mode", "name").save(path)
     assert sorted(r.id for r in spark.read.format("delta").load(path).collect()) == [0, 1, 2, 3]
-    with pytest.raises(AnalysisException, match=r"DeltaPlannerUnsupportedError: .*column mapping"):
+    with pytest.raises(DeltaPlannerUnsupportedError, match=r"column mapping"):
         spark.sql(f"SELECT * FROM delta.`{path}`").collect()
 
 
 def test_a_missing_table_is_a_clear_error(spark: Any, tmp_path: Path) -> None:
-    with pytest.raises(AnalysisException, match="DeltaTableNotFoundError"):
+    with pytest.raises(DeltaTableNotFoundError, match="not a Delta table"):
         spark.sql(f"SELECT * FROM delta.`{tmp_path}/nothing`").collect()

@@ -25,10 +25,12 @@ from __future__ import annotations
 
 import base64
 import itertools
+import re
+import secrets
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 from zoneinfo import ZoneInfo
 
 import pyarrow as pa
@@ -193,7 +195,7 @@ class DeltaTables:
                 ]
             )
         except Exception as e:  # answered as text: the JVM raises it as an AnalysisException
-            return f"E{type(e).__name__}: {e}"
+            return _answer_error(e)
 
     def listFiles(self, tableId: str, filters: str, timeZone: str, packing: str) -> bytes:
         try:
@@ -214,7 +216,7 @@ class DeltaTables:
                 split = even_split_bytes(files.column("size"), limit, open_cost, slots)
             return f"O{split or ''}\0".encode() + _encode(snapshot, files)
         except Exception as e:
-            return f"E{type(e).__name__}: {e}".encode()
+            return _answer_error(e).encode()
 
     def report(self, table_id: str) -> ScanReport | None:
         relation = self._relations.get(table_id)
@@ -276,6 +278,53 @@ def _encode(snapshot: Snapshot, files: pa.Table) -> bytes:
 TABLES = DeltaTables()
 
 
+# A failure of ``open``/``listFiles`` reaches the JVM as text and comes back to Python as
+# an AnalysisException; the text carries a token under which the original exception waits,
+# so the user catches the same typed error (``CorruptLogError``, ...) a Python read raises.
+_FAILURES: OrderedDict[str, BaseException] = OrderedDict()
+_FAILURES_KEPT = 64
+_FAILURES_LOCK = threading.Lock()
+_TOKEN = re.compile(r"\[delta-pyspark failure ([0-9a-f]{16})\]")
+
+
+def _answer_error(error: BaseException) -> str:
+    token = secrets.token_hex(8)
+    with _FAILURES_LOCK:
+        _FAILURES[token] = error
+        while len(_FAILURES) > _FAILURES_KEPT:
+            _FAILURES.popitem(last=False)
+    return f"E{type(error).__name__}: {error} [delta-pyspark failure {token}]"
+
+
+def _original_failure(java_error: Any) -> BaseException | None:
+    """The Python exception behind a JVM error raised from one of our answers, if any."""
+    cause = java_error
+    while cause is not None:
+        found = _TOKEN.search(str(cause.toString()))
+        if found is not None:
+            with _FAILURES_LOCK:
+                return _FAILURES.get(found.group(1))
+        cause = cause.getCause()
+    return None
+
+
+def _install_typed_failures() -> None:
+    """Make PySpark's conversion of JVM errors give back our typed exceptions (PySpark
+    4.0's ``captured.convert_exception``, which its py4j hook looks up at each error)."""
+    from pyspark.errors.exceptions import captured
+
+    original = captured.convert_exception
+    if getattr(original, "_delta_pyspark", False):
+        return
+
+    def convert(java_error: Any) -> Any:
+        failure = _original_failure(java_error)
+        return failure if failure is not None else original(java_error)
+
+    convert._delta_pyspark = True  # type: ignore[attr-defined]
+    captured.convert_exception = convert
+
+
 def enable(spark: SparkSession) -> bool:
     """Register this process's ``DeltaTables`` with the session's JVM (idempotent); False when
     the session cannot read through the planner (no helper jar or no session extension)."""
@@ -291,6 +340,7 @@ def enable(spark: SparkSession) -> bool:
     from pyspark.java_gateway import ensure_callback_server_started
 
     ensure_callback_server_started(gateway)
+    _install_typed_failures()
     source.register(TABLES)
     gateway.__dict__["_delta_tables_registered"] = True
     return True
