@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from pyspark.errors import AnalysisException
 
+from data_paths import TESTDATA
 from delta_pyspark import scan_report
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.exceptions import (
@@ -21,7 +22,7 @@ from delta_pyspark.exceptions import (
 )
 from delta_pyspark.tables import DeltaTable
 
-SPECIAL = Path("/work/shared/testdata/delta-rs/delta-0.8.0-special-partition")
+SPECIAL = TESTDATA / "delta-rs" / "delta-0.8.0-special-partition"
 
 
 @pytest.fixture(scope="module")
