@@ -6,7 +6,7 @@ measured in the same run:
 - append of 10M rows through ``format("delta")`` vs plain ``df.write.parquet``
   (target <= 1.10);
 - a selective filter on a sorted column: files the stats-based skipping keeps out
-  of the files in the table (``read_snapshot`` with a predicate).
+  of the files in the table (through the planner, ``scan_report``).
 
 ``DELTA_BENCH_ROWS`` overrides the row count (default 10,000,000).
 """
@@ -35,9 +35,8 @@ def main() -> None:
     from pyspark.sql import functions as F
 
     from benchmarks.spark_session import bench_session
+    from delta_pyspark import scan_report
     from delta_pyspark.core.delta_log import DeltaLog
-    from delta_pyspark.core.expressions import parse_predicate
-    from delta_pyspark.spark.scan import read_snapshot
 
     spark = bench_session()
     work = tempfile.mkdtemp(prefix="delta-bench-")
@@ -88,9 +87,9 @@ def main() -> None:
 
         snapshot = DeltaLog(table).snapshot()
         lo = ROWS // 2
-        predicate = parse_predicate(f"id >= {lo} AND id < {lo + 1000}")
-        df, report = read_snapshot(spark, snapshot, predicate)
-        matched = df.where(f"id >= {lo} AND id < {lo + 1000}").count()
+        df = spark.read.format("delta").load(table).where(f"id >= {lo} AND id < {lo + 1000}")
+        matched = df.count()
+        report = scan_report(df)
 
         print(f"rows: {ROWS:,}; data files: {snapshot.num_files}")
         print(

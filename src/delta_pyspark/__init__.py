@@ -22,6 +22,5 @@ def configure_spark_with_delta(builder: Any) -> Any:
 def scan_report(df: Any) -> Any:
     """Files a Delta scan kept and skipped (``ScanReport``), or None for other DataFrames."""
     from delta_pyspark.spark import planner
-    from delta_pyspark.spark.filter_skipping import scan_report as report
 
-    return report(df) or planner.scan_report(df)
+    return planner.scan_report(df)

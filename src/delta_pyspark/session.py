@@ -6,7 +6,7 @@ extension) and installs hooks on PySpark's ``DataFrameWriter``/``DataFrameReader
 (and ``SparkSession.table``) so that ``format("delta")`` and delta table names
 route here, while every other format goes to Spark untouched. The hooks are
 process-wide, so sessions created later see them too. Reads go through Spark's planner
-(``spark.planner``) unless the table uses a feature it does not support yet.
+(``spark.planner``).
 """
 
 from __future__ import annotations
@@ -18,12 +18,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.readwriter import DataFrameReader, DataFrameWriter
 
 from delta_pyspark.core.delta_log import DeltaLog
-from delta_pyspark.exceptions import DeltaIllegalArgumentException
+from delta_pyspark.exceptions import DeltaIllegalArgumentException, DeltaJvmExtensionError
 from delta_pyspark.spark import planner
 from delta_pyspark.spark.catalog import table_location
-from delta_pyspark.spark.filter_skipping import refine, scan_table
 from delta_pyspark.spark.jvm_extension import with_extension_jar
-from delta_pyspark.spark.scan import session_time_zone
 from delta_pyspark.spark.write_command import WriteRequest, write_delta
 
 SESSION_DEFAULTS = {
@@ -77,15 +75,15 @@ def _is_delta(fmt: str | None) -> bool:
 
 
 def load_table(spark: SparkSession, path: str, options: dict[str, str]) -> DataFrame:
-    """Read a Delta table at ``path`` honouring time travel options and path suffixes:
-    through Spark's planner, or (features it does not support yet, a session without the
-    JVM helper) as a scan of the snapshot resolved now."""
-    snapshot, pinned = planner.TABLES.resolve(path, options, session_time_zone(spark))
-    if planner.unsupported_reason(snapshot) is None and planner.enable(spark):
-        if pinned:
-            planner.check_files_exist(snapshot)
-        return planner.load(spark, path, options)
-    return scan_table(spark, snapshot)
+    """``spark.read.format("delta").options(options).load(path)``, for callers holding a
+    path (``DeltaTable.toDF``, table names)."""
+    if not planner.enable(spark):
+        raise DeltaJvmExtensionError(
+            "this SparkSession lacks delta-pyspark's JVM helper or session extension, which "
+            "reading Delta tables needs: build it with "
+            "delta_pyspark.configure_spark_with_delta(builder).getOrCreate()"
+        )
+    return planner.load(spark, path, options)
 
 
 def install() -> None:
@@ -94,23 +92,7 @@ def install() -> None:
         return
     _hook_writer()
     _hook_reader()
-    _hook_filters()
     DataFrameWriter._delta_installed = True  # type: ignore[attr-defined]
-
-
-def _hook_filters() -> None:
-    """``where``/``filter`` on a Delta scan re-plan it over the files that can match."""
-    from pyspark.sql.classic.dataframe import DataFrame as ClassicDataFrame
-
-    for name in ("where", "filter"):
-        original = getattr(ClassicDataFrame, name)
-
-        def pruning(self: DataFrame, condition: Any, _original: Any = original) -> DataFrame:
-            refined = refine(self, condition, _original)
-            return refined if refined is not None else _original(self, condition)
-
-        functools.update_wrapper(pruning, original)
-        setattr(ClassicDataFrame, name, pruning)
 
 
 def _recording(cls: type, name: str, record: Any) -> None:
@@ -218,27 +200,8 @@ def _hook_reader() -> None:
     _recording(DataFrameReader, "option", _set_options)
     _recording(DataFrameReader, "options", lambda st, **kw: _set_options(st, **kw))
 
-    original_load = DataFrameReader.load
     original_table = DataFrameReader.table
     original_session_table = SparkSession.table
-
-    @functools.wraps(original_load)
-    def load(
-        self: DataFrameReader,
-        path: Any = None,
-        format: str | None = None,
-        schema: Any = None,
-        **options: Any,
-    ) -> DataFrame:
-        st = _state(self)
-        if not _is_delta(format or st["format"]):
-            return original_load(self, path, format, schema, **options)
-        opts = dict(st["options"])
-        _set_options({"options": opts}, **options)
-        path = path or opts.get("path")
-        if not isinstance(path, str):
-            raise DeltaIllegalArgumentException("load() of a delta table needs exactly one path")
-        return load_table(self._spark, path, opts)
 
     def _delta_location(spark: SparkSession, name: str) -> str | None:
         location = table_location(spark, name)
@@ -258,6 +221,5 @@ def _hook_reader() -> None:
             return original_session_table(self, tableName)
         return load_table(self, location, {})
 
-    DataFrameReader.load = load  # type: ignore[method-assign]
     DataFrameReader.table = table  # type: ignore[method-assign]
     SparkSession.table = session_table  # type: ignore[method-assign]

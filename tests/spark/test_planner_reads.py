@@ -16,7 +16,6 @@ from data_paths import TESTDATA
 from delta_pyspark import scan_report
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.exceptions import (
-    DeltaPlannerUnsupportedError,
     DeltaSchemaChangedError,
     DeltaTableNotFoundError,
 )
@@ -227,12 +226,46 @@ def test_deletion_vectors_drop_rows_through_the_planner(spark: Any, tmp_path: Pa
     assert sorted(r.id for r in rows) == [i for i in kept if i < 25 and i % 3 == 0]
 
 
-def test_column_mapped_tables_read_outside_the_planner(spark: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", ["name", "id"])
+def test_column_mapped_tables_read_through_the_planner(
+    spark: Any, tmp_path: Path, mode: str
+) -> None:
     path = str(tmp_path / "t")
-    spark.range(4).write.format("delta").option("delta.columnMapping.mode", "name").save(path)
-    assert sorted(r.id for r in spark.read.format("delta").load(path).collect()) == [0, 1, 2, 3]
-    with pytest.raises(DeltaPlannerUnsupportedError, match=r"column mapping"):
-        spark.sql(f"SELECT * FROM delta.`{path}`").collect()
+    df = spark.range(40).selectExpr(
+        "id", "id % 2 AS `part col`", "named_struct('a', id, 'b', cast(id AS string)) AS s"
+    )
+    df.repartitionByRange(4, "id").write.format("delta").partitionBy("part col").option(
+        "delta.columnMapping.mode", mode
+    ).save(path)
+    snapshot = DeltaLog(path).snapshot()
+    physical = [f.metadata["delta.columnMapping.physicalName"] for f in snapshot.schema.fields]
+    assert "id" not in physical  # the files name their columns by physical name
+    loaded = spark.read.format("delta").load(path)
+    assert sorted(tuple(r) for r in loaded.collect()) == sorted(
+        (i, i % 2, (i, str(i))) for i in range(40)
+    )
+    one = loaded.select("id", "s.b").where("id = 13")
+    assert [tuple(r) for r in one.collect()] == [(13, "13")]
+    report = scan_report(one)  # one id range, in each of the two partitions
+    assert (report.files_total, report.files_scanned) == (8, 2)
+    rows = spark.sql(
+        f"SELECT s.a, `part col` FROM delta.`{path}` WHERE `part col` = 0 AND id < 6"
+    ).collect()
+    assert sorted(tuple(r) for r in rows) == [(0, 0), (2, 0), (4, 0)]
+
+
+def test_column_mapped_table_with_deletion_vectors(spark: Any, tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    spark.range(30).selectExpr("id", "id * 10 AS v").coalesce(1).write.format("delta").option(
+        "delta.columnMapping.mode", "name"
+    ).option("delta.enableDeletionVectors", "true").save(path)
+    loaded = spark.read.format("delta").load(path)
+    DeltaTable.forPath(spark, path).delete("id % 3 = 0")
+    assert DeltaLog(path).snapshot().files.column("deletionVector").null_count == 0
+    assert sorted(tuple(r) for r in loaded.collect()) == [(i, i * 10) for i in range(30) if i % 3]
+    assert spark.sql(f"SELECT sum(v) FROM delta.`{path}` WHERE id > 20").first()[0] == sum(
+        i * 10 for i in range(21, 30) if i % 3
+    )
 
 
 def test_a_missing_table_is_a_clear_error(spark: Any, tmp_path: Path) -> None:

@@ -17,14 +17,16 @@ model prunes nothing. Errors are answered as text (prefix ``E``) that the JVM ra
 
 Deletion vectors: a relation over a table that supports them reads with the JVM helper's
 ``DeletionVectorParquetFormat``, and each listed file carries its deleted rows (a roaring
-bitmap) to the reader. Not yet through the planner: tables with column mapping (their reads
-keep ``scan.read_snapshot``; a SQL read raises ``DeltaPlannerUnsupportedError``).
+bitmap) to the reader. Column mapping: the relation's schema has the logical names, and its
+format (``ColumnMappedParquetFormat``, or the deletion-vector one) asks the files for the
+physical names; partition values and statistics are looked up by physical name.
 """
 
 from __future__ import annotations
 
 import base64
 import itertools
+import json
 import re
 import secrets
 import threading
@@ -36,7 +38,11 @@ from zoneinfo import ZoneInfo
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_pyspark.core.column_mapping import column_mapping_mode
+from delta_pyspark.core.column_mapping import (
+    column_mapping_mode,
+    physical_name,
+    to_physical_schema,
+)
 from delta_pyspark.core.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.expressions import and_all, parse_predicate
@@ -81,13 +87,6 @@ def time_travel(
     if version is not None and ts is not None:
         raise DeltaIllegalArgumentException("give either versionAsOf or timestampAsOf, not both")
     return path, version, ts
-
-
-def unsupported_reason(snapshot: Snapshot) -> str | None:
-    """Why the planner cannot read ``snapshot``, or None."""
-    if column_mapping_mode(snapshot.configuration) != "none":
-        return "the table uses column mapping"
-    return None
 
 
 def check_files_exist(snapshot: Snapshot) -> None:
@@ -169,14 +168,11 @@ class DeltaTables:
             fields = options.split("\0")[:-1]
             opts = dict(zip(fields[::2], fields[1::2], strict=True))
             snapshot, pinned = self.resolve(path, opts, timeZone)
-            reason = unsupported_reason(snapshot)
-            if reason is not None:
-                raise DeltaPlannerUnsupportedError(
-                    f"{snapshot.table_root}: {reason}, which reads through Spark's planner "
-                    "(SQL, format('delta') from the JVM) do not support yet; read it with "
-                    "spark.read.format('delta').load(path) from Python"
-                )
+            if pinned:
+                check_files_exist(snapshot)
             schema = snapshot.schema
+            mode = column_mapping_mode(snapshot.configuration)
+            physical = "" if mode == "none" else to_physical_schema(schema, mode).to_json()
             parts = snapshot.partition_columns
             table_id = str(next(self._ids))
             vectors = _supports_vectors(snapshot)
@@ -192,6 +188,7 @@ class DeltaTables:
                     to_spark_type(part_schema).json(),
                     str(snapshot.size_in_bytes),
                     "dv" if vectors else "",
+                    json.dumps(physical) if physical else "",
                 ]
             )
         except Exception as e:  # answered as text: the JVM raises it as an AnalysisException
@@ -249,7 +246,8 @@ def _check_compatible(relation: _Relation, now: Snapshot) -> None:
 def _encode(snapshot: Snapshot, files: pa.Table) -> bytes:
     """``files`` as ``DeltaFileIndex`` parses them, files of one partition adjacent."""
     root = snapshot.table_root
-    parts = snapshot.partition_columns
+    mode = column_mapping_mode(snapshot.configuration)
+    parts = [physical_name(snapshot.schema.field(c), mode) for c in snapshot.partition_columns]
     paths = files.column("path").to_pylist()
     sizes = files.column("size").to_pylist()
     mtimes = files.column("modificationTime").to_pylist()

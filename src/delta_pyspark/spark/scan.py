@@ -129,18 +129,6 @@ def _hive_layout(files: pa.Table, parts: list[str], floats: Sequence[str] = ()) 
     return True
 
 
-def read_snapshot(
-    spark: SparkSession, snapshot: Snapshot, predicate: Expr | None = None
-) -> tuple[DataFrame, ScanReport]:
-    """A DataFrame of the snapshot's rows (logical column names) and its scan report.
-
-    ``predicate`` (optional) only skips whole files; callers still filter rows.
-    """
-    files = prune_files(snapshot, predicate, session_time_zone(spark))
-    report = ScanReport(snapshot.version, snapshot.num_files, files.num_rows)
-    return read_files(spark, snapshot, files), report
-
-
 def read_files(
     spark: SparkSession,
     snapshot: Snapshot,

@@ -127,13 +127,15 @@ def write_files(
     renamed = df
     if mode != "none":
         from delta_pyspark.core.column_mapping import to_physical_schema
-        from delta_pyspark.spark.types import to_spark_type
+        from delta_pyspark.spark.types import relaxed, to_spark_type
 
-        # Nested fields are renamed too: a cast between structs matches fields by position.
+        # Nested fields are renamed too: a cast between structs matches fields by position
+        # (to nullable ones: Spark refuses casts to NOT NULL fields; the write's constraint
+        # check has enforced them).
         physical = to_physical_schema(schema, mode)
         renamed = df.select(
             *[
-                df[f"`{f.name}`"].cast(to_spark_type(pf.type)).alias(pf.name)
+                df[f"`{f.name}`"].cast(relaxed(to_spark_type(pf.type))).alias(pf.name)
                 for f, pf in zip(schema.fields, physical.fields, strict=True)
             ]
         )

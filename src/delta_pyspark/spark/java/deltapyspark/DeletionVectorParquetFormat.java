@@ -32,8 +32,16 @@ public final class DeletionVectorParquetFormat extends ParquetFileFormat {
   /** The scan's deleted rows by file; null when each file carries its own (see below). */
   private final DeletedRows deleted;
 
+  /** The table's physical column names when it uses column mapping, else null. */
+  private final PhysicalSchema names;
+
   public DeletionVectorParquetFormat(DeletedRows deleted) {
+    this(deleted, null);
+  }
+
+  DeletionVectorParquetFormat(DeletedRows deleted, PhysicalSchema names) {
     this.deleted = deleted;
+    this.names = names;
   }
 
   /**
@@ -42,8 +50,8 @@ public final class DeletionVectorParquetFormat extends ParquetFileFormat {
    * reader with each split, {@link DeletionVectorReader#DELETED_ROWS}), since the vectors of a
    * scan are only known when its files are listed, after this format was made.
    */
-  public DeletionVectorParquetFormat() {
-    this(null);
+  DeletionVectorParquetFormat(PhysicalSchema names) {
+    this(null, names);
   }
 
   /**
@@ -77,6 +85,11 @@ public final class DeletionVectorParquetFormat extends ParquetFileFormat {
       scala.collection.immutable.Seq filters,
       scala.collection.immutable.Map options,
       org.apache.hadoop.conf.Configuration hadoopConf) {
+    if (names != null) { // physical names; filters name logical columns: Spark applies them above
+      dataSchema = names.toPhysical(dataSchema);
+      requiredSchema = names.toPhysical(requiredSchema);
+      filters = (scala.collection.immutable.Seq) filters.take(0);
+    }
     String name = ParquetFileFormat.ROW_INDEX_TEMPORARY_COLUMN_NAME();
     boolean asked = requiredSchema.getFieldIndex(name).isDefined();
     // Nullable, as Spark's reader requires of a field that no file holds
@@ -137,8 +150,9 @@ public final class DeletionVectorParquetFormat extends ParquetFileFormat {
     if (!(other instanceof DeletionVectorParquetFormat)) {
       return false;
     }
-    DeletedRows theirs = ((DeletionVectorParquetFormat) other).deleted;
-    return deleted == null ? theirs == null : deleted.equals(theirs);
+    DeletionVectorParquetFormat format = (DeletionVectorParquetFormat) other;
+    return (deleted == null ? format.deleted == null : deleted.equals(format.deleted))
+        && (names == null ? format.names == null : names.equals(format.names));
   }
 
   public int hashCode() {

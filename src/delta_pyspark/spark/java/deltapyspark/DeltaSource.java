@@ -117,8 +117,14 @@ public final class DeltaSource
     DeltaFileIndex index =
         new DeltaFileIndex(parts[0], parts[1], partitionSchema, Long.parseLong(parts[4]), scans);
     // the table can hold deletion vectors: its files' rows come with each listing
+    PhysicalSchema names =
+        parts[6].isEmpty()
+            ? null
+            : new PhysicalSchema(schema, (StructType) DataType.fromJson(parts[6]));
     ParquetFileFormat format =
-        "dv".equals(parts[5]) ? new DeletionVectorParquetFormat() : new ParquetFileFormat();
+        "dv".equals(parts[5])
+            ? new DeletionVectorParquetFormat(names)
+            : names != null ? new ColumnMappedParquetFormat(names) : new ParquetFileFormat();
     return new HadoopFsRelation(
         index, partitionSchema, schema, Option.empty(), format, parameters, scans);
   }

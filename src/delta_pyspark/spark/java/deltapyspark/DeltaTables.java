@@ -13,8 +13,10 @@ public interface DeltaTables {
   /**
    * Resolves the table at {@code path} for a new relation. {@code options} are the read's
    * options as {@code key NUL value NUL ...}. Answer: {@code O table-id NUL table-root NUL
-   * schema-json NUL partition-schema-json NUL size-in-bytes NUL format}, format {@code dv} when
-   * files may have deletion vectors, else empty.
+   * schema-json NUL partition-schema-json NUL size-in-bytes NUL format NUL physical-schema-json},
+   * format {@code dv} when files may have deletion vectors, else empty; the physical schema
+   * (the data schema with the names data files use) when the table uses column mapping, else
+   * empty.
    */
   String open(String path, String options, String timeZone);
 
