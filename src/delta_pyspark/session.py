@@ -21,7 +21,12 @@ from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.exceptions import DeltaIllegalArgumentException, DeltaJvmExtensionError
 from delta_pyspark.spark import planner
 from delta_pyspark.spark.catalog import table_location
-from delta_pyspark.spark.jvm_extension import with_extension_jar
+from delta_pyspark.spark.integration import (
+    check_not_connect,
+    check_spark_version,
+    on_session_created,
+    with_extension_jar,
+)
 from delta_pyspark.spark.write_command import WriteRequest, write_delta
 
 SESSION_DEFAULTS = {
@@ -35,31 +40,21 @@ SESSION_DEFAULTS = {
 
 def configure_spark_with_delta(builder: SparkSession.Builder) -> SparkSession.Builder:
     """Counterpart of delta-spark's ``configure_spark_with_delta_pip``."""
+    options = getattr(builder, "_options", {})
+    check_spark_version()
+    check_not_connect(options)
     for key, value in SESSION_DEFAULTS.items():
         builder = builder.config(key, value)
-    options = getattr(builder, "_options", {})
     builder = builder.config("spark.jars", with_extension_jar(options.get("spark.jars")))
     extensions = [e for e in (options.get("spark.sql.extensions") or "").split(",") if e]
     if planner.EXTENSIONS not in extensions:
         extensions.append(planner.EXTENSIONS)
     builder = builder.config("spark.sql.extensions", ",".join(extensions))
-    _enable_planner_on_create(builder)
+    # the planner's callback as soon as a session exists: a first ``spark.sql`` reading a
+    # Delta table runs no Python of ours before Spark asks for files
+    on_session_created(builder, planner.enable)
     install()
     return builder
-
-
-def _enable_planner_on_create(builder: SparkSession.Builder) -> None:
-    """The builder's sessions get the planner's callback as soon as they exist: a first
-    ``spark.sql`` reading a Delta table runs no Python of ours before Spark asks for files."""
-    original = builder.getOrCreate
-
-    @functools.wraps(original)
-    def get_or_create() -> SparkSession:
-        session = original()
-        planner.enable(session)
-        return session
-
-    builder.getOrCreate = get_or_create  # type: ignore[method-assign]
 
 
 def _state(obj: Any) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from delta_pyspark.core.expressions import Expr, Unknown, parse_predicate
 from delta_pyspark.core.schema import StructType
 from delta_pyspark.exceptions import DeltaAnalysisException
+from delta_pyspark.spark.integration import java_frame
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -57,7 +58,7 @@ def as_predicate(condition: str | Column, over: DataFrame | None = None, where: 
     if isinstance(condition, SparkColumn) and over is not None:
         try:
             filtered = (where or type(over).where)(over, condition)
-            sql = filtered._jdf.queryExecution().analyzed().condition().sql()
+            sql = java_frame(filtered).queryExecution().analyzed().condition().sql()
         except Exception:  # not a plain filter plan: model nothing
             sql = None
         return parse_predicate(sql) if sql else Unknown(condition_sql(condition) or "")

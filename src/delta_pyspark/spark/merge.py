@@ -34,7 +34,6 @@ Not-matched-by-source clauses make every target row a candidate.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import time
 from collections.abc import Mapping
@@ -76,6 +75,7 @@ from delta_pyspark.spark.conditions import (
     condition_sql,
     resolve_assignments,
 )
+from delta_pyspark.spark.integration import java_frame, sql_conf
 from delta_pyspark.spark.rewrite import (
     elapsed_ms,
     files_by_uri,
@@ -952,19 +952,15 @@ def _key_predicate(keys: list[tuple[str, Any]], summary: _SourceSummary) -> Expr
 def _broadcastable(spark: SparkSession, df: DataFrame) -> bool:
     """Whether Spark's size estimate of ``df`` is within its broadcast-join threshold,
     the test Spark applies before broadcasting either side of a join."""
-    try:
-        threshold = int(spark._jsparkSession.sessionState().conf().autoBroadcastJoinThreshold())
-        size = df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()
-        return 0 <= int(size) <= threshold
-    except AttributeError:  # not a classic (py4j) session: leave the choice to Spark
-        return False
+    threshold = int(sql_conf(spark).autoBroadcastJoinThreshold())
+    size = java_frame(df).queryExecution().optimizedPlan().stats().sizeInBytes()
+    return 0 <= int(size) <= threshold
 
 
 def _drop_checkpoint(df: DataFrame) -> None:
     """Free the blocks of a ``localCheckpoint``ed DataFrame now rather than when the
     driver's garbage collector gets to its RDD."""
-    with contextlib.suppress(AttributeError):  # not a classic (py4j) session: left to GC
-        df._jdf.queryExecution().analyzed().rdd().unpersist(False)
+    java_frame(df).queryExecution().analyzed().rdd().unpersist(False)
 
 
 def _union(frames: list[DataFrame]) -> DataFrame:
@@ -985,15 +981,12 @@ def _and_columns(columns: list[SparkColumn]) -> SparkColumn:
 
 def _qualifiers(df: DataFrame) -> set[str]:
     """The relation names (aliases) ``df``'s columns can be qualified with, lower-cased."""
-    try:
-        output = df._jdf.queryExecution().analyzed().output()
-        names = set()
-        for i in range(output.size()):
-            qualifier = output.apply(i).qualifier()
-            names.update(qualifier.apply(j).lower() for j in range(qualifier.size()))
-        return names
-    except Exception:  # not a classic (py4j) DataFrame: fall back to names alone
-        return set()
+    output = java_frame(df).queryExecution().analyzed().output()
+    names = set()
+    for i in range(output.size()):
+        qualifier = output.apply(i).qualifier()
+        names.update(qualifier.apply(j).lower() for j in range(qualifier.size()))
+    return names
 
 
 def _ordered(metrics: dict[str, Any]) -> dict[str, Any]:

@@ -13,7 +13,8 @@ deleted rows and the log's partition value strings, NUL-separated, grouped by pa
 the split size that packs them into whole waves of tasks (``scan.even_split_bytes``). Filters
 arrive as Spark's SQL text and are parsed into the core's ``Expr``; what the parser does not
 model prunes nothing. Errors are answered as text (prefix ``E``) that the JVM raises as an
-``AnalysisException``, so a user sees the typed error's name and message, not a py4j trace.
+``AnalysisException`` carrying a token under which the original exception waits, and
+``integration.convert_errors`` gives the user that typed exception back.
 
 Deletion vectors: a relation over a table that supports them reads with the JVM helper's
 ``DeletionVectorParquetFormat``, and each listed file carries its deleted rows (a roaring
@@ -55,7 +56,14 @@ from delta_pyspark.exceptions import (
     DeltaPlannerUnsupportedError,
     DeltaSchemaChangedError,
 )
-from delta_pyspark.spark.jvm_extension import helper_class
+from delta_pyspark.spark.integration import (
+    classic_session,
+    convert_errors,
+    helper_class,
+    java_frame,
+    python_frame,
+    serve_callbacks,
+)
 from delta_pyspark.spark.paths import data_file_path
 from delta_pyspark.spark.scan import (
     DeltaFileNotFoundError,
@@ -306,23 +314,6 @@ def _original_failure(java_error: Any) -> BaseException | None:
     return None
 
 
-def _install_typed_failures() -> None:
-    """Make PySpark's conversion of JVM errors give back our typed exceptions (PySpark
-    4.0's ``captured.convert_exception``, which its py4j hook looks up at each error)."""
-    from pyspark.errors.exceptions import captured
-
-    original = captured.convert_exception
-    if getattr(original, "_delta_pyspark", False):
-        return
-
-    def convert(java_error: Any) -> Any:
-        failure = _original_failure(java_error)
-        return failure if failure is not None else original(java_error)
-
-    convert._delta_pyspark = True  # type: ignore[attr-defined]
-    captured.convert_exception = convert
-
-
 def enable(spark: SparkSession) -> bool:
     """Register this process's ``DeltaTables`` with the session's JVM (idempotent); False when
     the session cannot read through the planner (no helper jar or no session extension)."""
@@ -332,26 +323,17 @@ def enable(spark: SparkSession) -> bool:
     extensions = spark.sparkContext.getConf().get("spark.sql.extensions", "") or ""
     if EXTENSIONS not in extensions:
         return False
-    gateway = spark.sparkContext._gateway
-    if gateway.__dict__.get("_delta_tables_registered"):
-        return True
-    from pyspark.java_gateway import ensure_callback_server_started
-
-    ensure_callback_server_started(gateway)
-    _install_typed_failures()
-    source.register(TABLES)
-    gateway.__dict__["_delta_tables_registered"] = True
+    convert_errors(_original_failure)
+    serve_callbacks(spark, "tables", lambda: source.register(TABLES))
     return True
 
 
 def load(spark: SparkSession, path: str, options: dict[str, str]) -> DataFrame:
     """``spark.read.format("delta").options(options).load(path)`` as Spark itself resolves it."""
-    from pyspark.sql import DataFrame as SparkFrame
-
-    reader = spark._jsparkSession.read().format("delta")
+    reader = classic_session(spark).read().format("delta")
     for key, value in options.items():
         reader = reader.option(key, value)
-    return SparkFrame(reader.load(path), spark)
+    return python_frame(reader.load(path), spark)
 
 
 def scan_report(df: DataFrame) -> ScanReport | None:
@@ -360,7 +342,7 @@ def scan_report(df: DataFrame) -> ScanReport | None:
     source = helper_class(df.sparkSession, "deltapyspark.DeltaSource")
     if source is None:
         return None
-    for table_id in source.listedTablesOf(df._jdf):
+    for table_id in source.listedTablesOf(java_frame(df)):
         report = TABLES.report(table_id)
         if report is not None:
             return report

@@ -39,7 +39,15 @@ from delta_pyspark.core.schema import (
 )
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.exceptions import DeltaError
-from delta_pyspark.spark.jvm_extension import deleted_rows, helper_class
+from delta_pyspark.spark.integration import (
+    classic_session,
+    deleted_rows,
+    helper_class,
+    java_frame,
+    jvm,
+    python_frame,
+    sql_conf,
+)
 from delta_pyspark.spark.paths import data_file_path, glob_literal, spark_file_uri
 from delta_pyspark.spark.types import to_spark_type
 
@@ -249,21 +257,19 @@ def _even_tasks(spark: SparkSession, df: DataFrame, file_sizes: pa.ChunkedArray)
     and stays out of the way when ``spark.sql.files.minPartitionNum`` is set; else Spark's
     packing stays.
     """
-    conf = spark._jsparkSession.sessionState().conf()
+    conf = sql_conf(spark)
     if conf.filesMinPartitionNum().isDefined():
         return df  # the user chose how many tasks Spark aims for
     split = even_split_bytes(
         file_sizes,
         conf.filesMaxPartitionBytes(),
         conf.filesOpenCostInBytes(),
-        spark._jsparkSession.leafNodeDefaultParallelism(),
+        classic_session(spark).leafNodeDefaultParallelism(),
     )
     scans = helper_class(spark, "deltapyspark.FileScans")
     if split is None or scans is None:
         return df
-    from pyspark.sql import DataFrame as SparkFrame
-
-    return SparkFrame(scans.withMaxSplitBytes(df._jdf, split), spark)
+    return python_frame(scans.withMaxSplitBytes(java_frame(df), split), spark)
 
 
 def even_split_bytes(
@@ -405,11 +411,10 @@ def _apply_dvs(
     or ``dropped`` names (files with neither are read whole).
 
     The scan is swapped to the JVM helper's ``DeletionVectorParquetFormat``, whose reader
-    drops the marked rows batch by batch inside the scan (see ``jvm_extension``). A
+    drops the marked rows batch by batch inside the scan (see ``integration``). A
     broadcast anti-join against the deleted positions, the only way in plain Spark
     expressions, made reads 2-2.5x slower than reads of the same rows without vectors.
     """
-    from pyspark.sql import DataFrame as SparkFrame
 
     from delta_pyspark.core.log_store import log_store_for
 
@@ -435,8 +440,8 @@ def _apply_dvs(
             for path, dv in zip(paths, vectors, strict=True)
         ),
     )
-    scan = spark._jvm.deltapyspark.DeletionVectorParquetFormat.scan(df._jdf, deleted)
-    kept = SparkFrame(scan, spark)
+    scan = jvm(spark).deltapyspark.DeletionVectorParquetFormat.scan(java_frame(df), deleted)
+    kept = python_frame(scan, spark)
     return _with_row_ids(kept) if keep_row_ids else kept
 
 

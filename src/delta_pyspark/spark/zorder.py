@@ -64,6 +64,7 @@ from delta_pyspark.core.schema import (
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.stats import has_min_max, split_column_name, stats_leaves
 from delta_pyspark.exceptions import DeltaAnalysisException
+from delta_pyspark.spark.integration import jvm, new_array
 from delta_pyspark.spark.scan import FILE_PATH, ROW_INDEX, file_uris, read_files
 from delta_pyspark.spark.write import stats_settings, write_files
 
@@ -217,19 +218,18 @@ def _array_literal(spark: SparkSession, values: list[Any], kind: str) -> Column:
     import numpy as np
     from pyspark.sql import Column as SparkColumn
 
-    gateway = spark.sparkContext._gateway
-    jvm = spark._jvm
+    java = jvm(spark)
     if kind == "string":
         sep = next(chr(c) for c in range(1, 0x10000) if all(chr(c) not in v for v in values))
-        pattern = jvm.java.util.regex.Pattern.compile(jvm.java.util.regex.Pattern.quote(sep))
+        pattern = java.java.util.regex.Pattern.compile(java.java.util.regex.Pattern.quote(sep))
         array = pattern.split(sep.join(values), -1)  # a Java String[], kept in the JVM
     else:
         numeric = kind == "bigint"
         data = bytearray(np.asarray(values, dtype=">i8" if numeric else ">f8").tobytes())
-        array = gateway.new_array(jvm.long if numeric else jvm.double, len(values))
-        buffer = jvm.java.nio.ByteBuffer.wrap(data)
+        array = new_array(spark, java.long if numeric else java.double, len(values))
+        buffer = java.java.nio.ByteBuffer.wrap(data)
         (buffer.asLongBuffer() if numeric else buffer.asDoubleBuffer()).get(array)
-    return SparkColumn(jvm.org.apache.spark.sql.functions.lit(array))
+    return SparkColumn(java.org.apache.spark.sql.functions.lit(array))
 
 
 def _range_ids(

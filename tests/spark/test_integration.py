@@ -16,8 +16,8 @@ from pyroaring import BitMap64
 from pyspark.errors import IllegalArgumentException
 
 from delta_pyspark.exceptions import DeltaJvmExtensionError
-from delta_pyspark.spark import jvm_extension
-from delta_pyspark.spark.jvm_extension import (
+from delta_pyspark.spark import integration
+from delta_pyspark.spark.integration import (
     deleted_rows,
     extension_jar,
     new_object,
@@ -60,7 +60,7 @@ def test_a_source_that_does_not_compile_is_a_typed_error(
     sources = tmp_path / "java" / "deltapyspark"
     sources.mkdir(parents=True)
     (sources / "Broken.java").write_text("package deltapyspark; public class Broken { int x = ; }")
-    monkeypatch.setattr(jvm_extension, "SOURCES", tmp_path / "java")
+    monkeypatch.setattr(integration, "SOURCES", tmp_path / "java")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     with pytest.raises(DeltaJvmExtensionError, match="compiling delta-pyspark's JVM helper failed"):
         extension_jar()

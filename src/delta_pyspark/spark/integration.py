@@ -1,0 +1,269 @@
+"""Every touch point of delta-pyspark with PySpark's internals and the JVM, in one module,
+so that a PySpark upgrade is one file to review (and the Java sources beside it).
+
+What it uses beyond PySpark's public API, and why:
+
+- The JVM helper (Java sources under ``java/``), compiled when a session is configured
+  (``configure_spark_with_delta``) with Janino, the compiler Spark itself ships, so a Java
+  runtime suffices (no JDK). The jar is cached per source and Spark version and goes on the
+  driver's and executors' class path through ``spark.jars``. ``DeltaSource`` is the ``delta``
+  data source Spark resolves itself (registered through the jar's ``META-INF/services``),
+  whose ``DeltaFileIndex`` asks the Python core for the files of each scan (``planner``);
+  ``DeltaSparkExtensions`` is its session extension. ``DeletionVectorParquetFormat`` is
+  Spark's Parquet format whose reader drops the rows deletion vectors mark batch by batch (a
+  join against the deleted positions made scans 2-2.5x slower, a per-row filter 1.5-2x);
+  ``FileScans`` gives a scan its own split size without changing the user's session. They
+  subclass Spark's internal ``ParquetFileFormat``: they are written for ``SPARK_VERSION``.
+- py4j: ``spark._jvm``/``_jsparkSession``/``df._jdf`` to reach those classes and Spark's
+  session conf, plan statistics and analysed plans (``java_session``, ``java_frame``, ...);
+  the callback server, which lets the JVM call the Python core (``serve_callbacks``).
+- One patched PySpark function: ``pyspark.errors.exceptions.captured.convert_exception``, so an
+  error the Python core raised inside a JVM call reaches the user as itself
+  (``convert_errors``), and the builder's ``getOrCreate`` of a configured builder
+  (``on_session_created``).
+
+A Spark Connect session has no JVM in this process: ``classic_session`` refuses it by name.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import os
+import subprocess
+import tempfile
+import zipfile
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pyroaring import BitMap64
+
+from delta_pyspark.exceptions import DeltaJvmExtensionError, DeltaUnsupportedOperationException
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+SPARK_VERSION = "4.0"  # the Spark minor version the Java sources and the private API match
+SOURCES = Path(__file__).parent / "java"
+_JANINO_MAIN = "org.codehaus.commons.compiler.samples.CompilerDemo"
+
+
+def check_spark_version(version: str | None = None) -> None:
+    """Refuse a PySpark other than ``SPARK_VERSION``.x: the helper compiles against Spark's
+    internal classes, whose signatures change between minor versions."""
+    import pyspark
+
+    version = version or pyspark.__version__
+    if version.split(".")[:2] != SPARK_VERSION.split("."):
+        raise DeltaJvmExtensionError(
+            f"delta-pyspark works with PySpark {SPARK_VERSION}.x (its JVM helper is compiled "
+            f"against Spark's internals), this process has PySpark {version}: install "
+            f"pyspark=={SPARK_VERSION}.*"
+        )
+
+
+def check_not_connect(options: dict[str, Any]) -> None:
+    """Refuse a builder set up for Spark Connect (``remote(...)``, ``SPARK_REMOTE``)."""
+    if options.get("spark.remote") or os.environ.get("SPARK_REMOTE"):
+        raise _connect_error()
+
+
+def _connect_error() -> DeltaUnsupportedOperationException:
+    return DeltaUnsupportedOperationException(
+        "delta-pyspark needs a classic SparkSession (a JVM in this process: the Python core "
+        "answers the JVM's planner over py4j); Spark Connect sessions are not supported: "
+        "build the session without remote(...)/SPARK_REMOTE"
+    )
+
+
+def classic_session(spark: SparkSession) -> Any:
+    """The JVM's ``SparkSession`` behind ``spark``; a typed error for a Spark Connect one."""
+    java = getattr(spark, "_jsparkSession", None)
+    if java is None:
+        raise _connect_error()
+    return java
+
+
+def java_frame(df: DataFrame) -> Any:
+    """The JVM's ``Dataset`` behind ``df``."""
+    classic_session(df.sparkSession)
+    return df._jdf
+
+
+def python_frame(java_dataset: Any, spark: SparkSession) -> DataFrame:
+    """A PySpark ``DataFrame`` over a JVM ``Dataset``."""
+    from pyspark.sql import DataFrame as SparkFrame
+
+    return SparkFrame(java_dataset, spark)
+
+
+def sql_conf(spark: SparkSession) -> Any:
+    """The JVM's ``SQLConf`` of ``spark``, for typed settings PySpark does not expose
+    (broadcast threshold, split sizes)."""
+    return classic_session(spark).sessionState().conf()
+
+
+def jvm(spark: SparkSession) -> Any:
+    """py4j's view of the session's JVM (``jvm(spark).java.util...``)."""
+    classic_session(spark)
+    return spark._jvm
+
+
+def new_array(spark: SparkSession, java_type: Any, length: int) -> Any:
+    """A new Java array of ``length`` ``java_type``s (``jvm(spark).long``, ...)."""
+    return spark.sparkContext._gateway.new_array(java_type, length)
+
+
+def serve_callbacks(spark: SparkSession, name: str, register: Callable[[], None]) -> None:
+    """Start py4j's callback server (the JVM calling Python objects) and run ``register``
+    (which hands the JVM the Python objects it calls) once per ``name`` and gateway: the
+    sessions of one process share their gateway."""
+    gateway = spark.sparkContext._gateway
+    registered = gateway.__dict__.setdefault("_delta_pyspark_callbacks", set())
+    if name in registered:
+        return
+    from pyspark.java_gateway import ensure_callback_server_started
+
+    ensure_callback_server_started(gateway)
+    register()
+    registered.add(name)
+
+
+def convert_errors(original_of: Callable[[Any], BaseException | None]) -> None:
+    """Make PySpark raise ``original_of(java_error)`` for a JVM error when it is not None,
+    instead of its conversion (PySpark 4.0's ``captured.convert_exception``, which its py4j
+    hook looks up at each error). Installed once per process."""
+    from pyspark.errors.exceptions import captured
+
+    converted = captured.convert_exception
+    if getattr(converted, "_delta_pyspark", False):
+        return
+
+    def convert(java_error: Any) -> Any:
+        failure = original_of(java_error)
+        return failure if failure is not None else converted(java_error)
+
+    convert._delta_pyspark = True  # type: ignore[attr-defined]
+    captured.convert_exception = convert
+
+
+def on_session_created(builder: SparkSession.Builder, then: Callable[[SparkSession], Any]) -> None:
+    """Run ``then`` on the session each ``builder.getOrCreate()`` returns."""
+    original = builder.getOrCreate
+
+    @functools.wraps(original)
+    def get_or_create() -> SparkSession:
+        session = original()
+        then(session)
+        return session
+
+    builder.getOrCreate = get_or_create  # type: ignore[method-assign]
+
+
+def _spark_jars() -> Path:
+    import pyspark
+
+    return Path(os.environ.get("SPARK_HOME") or Path(pyspark.__file__).parent) / "jars"
+
+
+def _cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+    return Path(base) / "delta-pyspark"
+
+
+def _java() -> str:
+    home = os.environ.get("JAVA_HOME")
+    return str(Path(home) / "bin" / "java") if home else "java"
+
+
+def extension_jar() -> str:
+    """Path of the helper jar, compiled on first use for these sources and this Spark."""
+    import pyspark
+
+    sources = sorted(SOURCES.rglob("*.java"))
+    resources = sorted(p for p in (SOURCES / "META-INF").rglob("*") if p.is_file())
+    digest = hashlib.sha256(pyspark.__version__.encode())
+    for src in sources + resources:
+        digest.update(src.relative_to(SOURCES).as_posix().encode() + src.read_bytes())
+    jar = _cache_dir() / f"delta-pyspark-jvm-{digest.hexdigest()[:16]}.jar"
+    if not jar.exists():
+        _compile(sources, resources, jar)
+    return str(jar)
+
+
+def _compile(sources: list[Path], resources: list[Path], jar: Path) -> None:
+    jars = sorted(_spark_jars().glob("*.jar"))
+    compiler = [j for j in jars if j.name.startswith(("janino-", "commons-compiler-"))]
+    if len(compiler) != 2:
+        raise DeltaJvmExtensionError(f"Spark's Janino compiler was not found in {_spark_jars()}")
+    jar.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=jar.parent) as tmp:
+        classes = Path(tmp) / "classes"
+        classes.mkdir()
+        command = [
+            _java(),
+            "-cp",
+            os.pathsep.join(map(str, compiler)),
+            _JANINO_MAIN,
+            "-d",
+            str(classes),
+            "-classpath",
+            os.pathsep.join(map(str, jars)),
+            *map(str, sources),
+        ]
+        done = subprocess.run(command, capture_output=True, text=True, check=False)
+        built = sorted(classes.rglob("*.class"))
+        if done.returncode != 0 or not built:
+            output = (done.stderr or done.stdout)[-2000:]
+            raise DeltaJvmExtensionError(f"compiling delta-pyspark's JVM helper failed: {output}")
+        staged = Path(tmp) / jar.name
+        with zipfile.ZipFile(staged, "w") as out:
+            for cls in built:
+                out.write(cls, cls.relative_to(classes).as_posix())
+            for resource in resources:  # e.g. the ServiceLoader entry naming ``DeltaSource``
+                out.write(resource, resource.relative_to(SOURCES).as_posix())
+        os.replace(staged, jar)  # concurrent builders write the same bytes: last one wins
+
+
+def with_extension_jar(jars: str | None) -> str:
+    """``spark.jars`` with the helper jar added (kept once)."""
+    listed = [j for j in (jars or "").split(",") if j]
+    jar = extension_jar()
+    return ",".join([*listed, jar] if jar not in listed else listed)
+
+
+def helper_class(spark: SparkSession, class_name: str) -> Any | None:
+    """Helper class ``class_name`` in the session's JVM; None if the helper jar is not on
+    its class path."""
+    from py4j.java_gateway import JavaClass
+
+    cls = jvm(spark)
+    for part in class_name.split("."):
+        cls = getattr(cls, part)
+    return cls if isinstance(cls, JavaClass) else None
+
+
+def new_object(spark: SparkSession, class_name: str) -> Any:
+    """A new instance of helper class ``class_name`` in the session's JVM."""
+    cls = helper_class(spark, class_name)
+    if cls is None:
+        raise DeltaJvmExtensionError(
+            f"this SparkSession lacks delta-pyspark's JVM helper ({class_name}), which reading "
+            "tables with deletion vectors needs: build the session with "
+            "delta_pyspark.configure_spark_with_delta(builder).getOrCreate(): it adds the "
+            "helper jar to spark.jars before the JVM starts (a later spark.jars setting on "
+            "the builder must keep it)"
+        )
+    return cls()
+
+
+def deleted_rows(spark: SparkSession, vectors: Iterable[tuple[str, BitMap64]]) -> Any:
+    """A ``DeletedRows`` holding each file's (``_metadata.file_path``) deleted rows."""
+    paths, bitmaps = bytearray(), bytearray()
+    for path, rows in vectors:
+        paths += path.encode() + b"\0"
+        bitmaps += rows.serialize()
+    deleted = new_object(spark, "deltapyspark.DeletedRows")
+    deleted.addAll(paths, bitmaps)
+    return deleted
