@@ -15,7 +15,7 @@ from py4j.protocol import Py4JJavaError
 from pyroaring import BitMap64
 from pyspark.errors import IllegalArgumentException
 
-from delta_pyspark.exceptions import DeltaJvmExtensionError
+from delta_pyspark.exceptions import DeltaJvmExtensionError, DeltaUnsupportedOperationException
 from delta_pyspark.spark import integration
 from delta_pyspark.spark.integration import (
     deleted_rows,
@@ -114,3 +114,29 @@ def test_equal_vectors_make_equal_scans(spark: Any) -> None:
     assert one.equals(same) and one.hashCode() == same.hashCode()
     assert not one.equals(other)
     assert one.toString() == "DeletedRows(3 rows in 2 files)"
+
+
+def test_only_the_pinned_spark_minor_version_is_accepted() -> None:
+    integration.check_spark_version("4.0.7")
+    with pytest.raises(DeltaJvmExtensionError, match=r"PySpark 4\.0\.x .* has PySpark 3\.5\.1"):
+        integration.check_spark_version("3.5.1")
+    with pytest.raises(DeltaJvmExtensionError, match=r"has PySpark 4\.1\.0"):
+        integration.check_spark_version("4.1.0")
+
+
+def test_spark_connect_is_refused_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pyspark.sql import SparkSession
+
+    from delta_pyspark import configure_spark_with_delta
+
+    with pytest.raises(DeltaUnsupportedOperationException, match="Spark Connect"):
+        configure_spark_with_delta(SparkSession.builder.remote("sc://localhost:15002"))
+    monkeypatch.setenv("SPARK_REMOTE", "sc://localhost:15002")
+    with pytest.raises(DeltaUnsupportedOperationException, match="Spark Connect"):
+        configure_spark_with_delta(SparkSession.builder.appName("connect"))
+
+    class ConnectLike:  # what a Spark Connect session lacks: a JVM session behind it
+        pass
+
+    with pytest.raises(DeltaUnsupportedOperationException, match="classic SparkSession"):
+        integration.classic_session(ConnectLike())  # type: ignore[arg-type]
