@@ -1,33 +1,27 @@
 """Making delta-spark's idioms work in a plain PySpark process.
 
 ``configure_spark_with_delta(builder)`` adds the session settings Delta tables
-want (the JVM helper jar with the ``delta`` source Spark resolves itself, and its session
-extension) and installs hooks on PySpark's ``DataFrameWriter``/``DataFrameReader``
-(and ``SparkSession.table``) so that ``format("delta")`` and delta table names
-route here, while every other format goes to Spark untouched. The hooks are
-process-wide, so sessions created later see them too. Reads go through Spark's planner
-(``spark.planner``).
+want: the JVM helper jar with the ``delta`` source Spark resolves itself (reads, ``save``,
+SQL inserts and CTAS go through Spark's planner into the Python core, see
+``spark.planner``) and its session extension. ``saveAsTable`` alone is routed from
+Python (``integration.route_save_as_table``): Spark's own drops a table it overwrites,
+and with it a Delta table's history.
 """
 
 from __future__ import annotations
 
-import functools
-from typing import Any
-
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.readwriter import DataFrameReader, DataFrameWriter
 
-from delta_pyspark.core.delta_log import DeltaLog
-from delta_pyspark.exceptions import DeltaIllegalArgumentException, DeltaJvmExtensionError
+from delta_pyspark.exceptions import DeltaJvmExtensionError
 from delta_pyspark.spark import planner
-from delta_pyspark.spark.catalog import table_location
+from delta_pyspark.spark.catalog import save_as_table
 from delta_pyspark.spark.integration import (
     check_not_connect,
     check_spark_version,
     on_session_created,
+    route_save_as_table,
     with_extension_jar,
 )
-from delta_pyspark.spark.write_command import WriteRequest, write_delta
 
 SESSION_DEFAULTS = {
     # Spark writes INT96 timestamps by default: no Parquet statistics, poor interop.
@@ -57,18 +51,6 @@ def configure_spark_with_delta(builder: SparkSession.Builder) -> SparkSession.Bu
     return builder
 
 
-def _state(obj: Any) -> dict[str, Any]:
-    st = obj.__dict__.get("_delta")
-    if st is None:
-        st = {"format": None, "mode": None, "options": {}, "partition_by": None}
-        obj.__dict__["_delta"] = st
-    return st
-
-
-def _is_delta(fmt: str | None) -> bool:
-    return fmt is not None and fmt.lower() == "delta"
-
-
 def load_table(spark: SparkSession, path: str, options: dict[str, str]) -> DataFrame:
     """``spark.read.format("delta").options(options).load(path)``, for callers holding a
     path (``DeltaTable.toDF``, table names)."""
@@ -82,139 +64,6 @@ def load_table(spark: SparkSession, path: str, options: dict[str, str]) -> DataF
 
 
 def install() -> None:
-    """Install the format("delta") hooks once per process."""
-    if getattr(DataFrameWriter, "_delta_installed", False):
-        return
-    _hook_writer()
-    _hook_reader()
-    DataFrameWriter._delta_installed = True  # type: ignore[attr-defined]
-
-
-def _recording(cls: type, name: str, record: Any) -> None:
-    original = getattr(cls, name)
-
-    @functools.wraps(original)
-    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
-        record(_state(self), *args, **kwargs)
-        return original(self, *args, **kwargs)
-
-    setattr(cls, name, wrapper)
-
-
-def _set_options(st: dict[str, Any], *args: Any, **kwargs: Any) -> None:
-    if args:
-        st["options"][args[0]] = (
-            ""
-            if args[1] is None
-            else str(args[1]).lower()
-            if isinstance(args[1], bool)
-            else str(args[1])
-        )
-    for k, v in kwargs.items():
-        st["options"][k] = str(v).lower() if isinstance(v, bool) else str(v)
-
-
-def _hook_writer() -> None:
-    def rec_format(st: dict, source: str) -> None:
-        st["format"] = source
-
-    def rec_mode(st: dict, mode: str | None) -> None:
-        if mode is not None:
-            st["mode"] = mode
-
-    def rec_partition(st: dict, *cols: Any) -> None:
-        if len(cols) == 1 and isinstance(cols[0], list | tuple):
-            cols = tuple(cols[0])
-        st["partition_by"] = list(cols)
-
-    _recording(DataFrameWriter, "format", rec_format)
-    _recording(DataFrameWriter, "mode", rec_mode)
-    _recording(DataFrameWriter, "option", _set_options)
-    _recording(DataFrameWriter, "options", lambda st, **kw: _set_options(st, **kw))
-    _recording(DataFrameWriter, "partitionBy", rec_partition)
-
-    original_save = DataFrameWriter.save
-    original_save_as_table = DataFrameWriter.saveAsTable
-
-    def _request(
-        self: DataFrameWriter, mode: Any, partition_by: Any, options: dict
-    ) -> WriteRequest:
-        st = _state(self)
-        if partition_by is not None:
-            st["partition_by"] = (
-                [partition_by] if isinstance(partition_by, str) else list(partition_by)
-            )
-        opts = dict(st["options"])
-        _set_options({"options": opts}, **options)
-        return WriteRequest(mode or st["mode"] or "errorifexists", st["partition_by"], opts)
-
-    @functools.wraps(original_save)
-    def save(
-        self: DataFrameWriter,
-        path: str | None = None,
-        format: str | None = None,
-        mode: str | None = None,
-        partitionBy: Any = None,
-        **options: Any,
-    ) -> None:
-        fmt = format or _state(self)["format"]
-        if not _is_delta(fmt):
-            return original_save(self, path, format, mode, partitionBy, **options)
-        request = _request(self, mode, partitionBy, options)
-        path = path or request.options.get("path")
-        if not path:
-            raise DeltaIllegalArgumentException("save() on a delta writer needs a path")
-        write_delta(self._spark, self._df, path, request)
-        return None
-
-    @functools.wraps(original_save_as_table)
-    def save_as_table(
-        self: DataFrameWriter,
-        name: str,
-        format: str | None = None,
-        mode: str | None = None,
-        partitionBy: Any = None,
-        **options: Any,
-    ) -> None:
-        fmt = format or _state(self)["format"]
-        if not _is_delta(fmt):
-            return original_save_as_table(self, name, format, mode, partitionBy, **options)
-        request = _request(self, mode, partitionBy, options)
-        write_delta(self._spark, self._df, table_location(self._spark, name), request)
-        return None
-
-    DataFrameWriter.save = save  # type: ignore[method-assign]
-    DataFrameWriter.saveAsTable = save_as_table  # type: ignore[method-assign]
-
-
-def _hook_reader() -> None:
-    def rec_format(st: dict, source: str) -> None:
-        st["format"] = source
-
-    _recording(DataFrameReader, "format", rec_format)
-    _recording(DataFrameReader, "option", _set_options)
-    _recording(DataFrameReader, "options", lambda st, **kw: _set_options(st, **kw))
-
-    original_table = DataFrameReader.table
-    original_session_table = SparkSession.table
-
-    def _delta_location(spark: SparkSession, name: str) -> str | None:
-        location = table_location(spark, name)
-        return location if DeltaLog(location).is_delta_table() else None
-
-    @functools.wraps(original_table)
-    def table(self: DataFrameReader, tableName: str) -> DataFrame:
-        location = _delta_location(self._spark, tableName)
-        if location is None:
-            return original_table(self, tableName)
-        return load_table(self._spark, location, dict(_state(self)["options"]))
-
-    @functools.wraps(original_session_table)
-    def session_table(self: SparkSession, tableName: str) -> DataFrame:
-        location = _delta_location(self, tableName)
-        if location is None:
-            return original_session_table(self, tableName)
-        return load_table(self, location, {})
-
-    DataFrameReader.table = table  # type: ignore[method-assign]
-    SparkSession.table = session_table  # type: ignore[method-assign]
+    """Route ``saveAsTable`` of ``format("delta")`` writers to ``catalog.save_as_table``
+    (once per process; every other write goes through Spark's own path)."""
+    route_save_as_table(save_as_table)

@@ -27,7 +27,7 @@ from delta_pyspark.exceptions import (
     DeltaTableNotFoundError,
 )
 from delta_pyspark.session import install, load_table
-from delta_pyspark.spark.catalog import table_location
+from delta_pyspark.spark.catalog import lookup, register, table_location
 from delta_pyspark.spark.delete import execute_delete
 from delta_pyspark.spark.merge import DeltaMergeBuilder
 from delta_pyspark.spark.types import from_spark_schema
@@ -501,4 +501,6 @@ class DeltaTableBuilder:
                 "properties": json.dumps(self._properties),
             },
         )
+        if self._name is not None and lookup(self._spark, self._name) is None:
+            register(self._spark, self._name, path, managed=self._location is None)
         return DeltaTable(self._spark, path)

@@ -10,17 +10,19 @@ from typing import TYPE_CHECKING
 from delta_pyspark.core.clone import clone_table
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.time_travel import parse_timestamp_ms
-from delta_pyspark.spark.catalog import table_location
+from delta_pyspark.spark.catalog import lookup, register, table_location
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
+def _is_path(target: str) -> bool:
+    return "/" in target or os.path.isabs(target) or target.startswith("file:")
+
+
 def target_location(spark: SparkSession, target: str) -> str:
     """A path (absolute, or containing ``/``) as is; otherwise a table name's location."""
-    if "/" in target or os.path.isabs(target) or target.startswith("file:"):
-        return target
-    return table_location(spark, target)
+    return target if _is_path(target) else table_location(spark, target)
 
 
 def execute_clone(
@@ -50,4 +52,6 @@ def execute_clone(
         version=version,
         timestamp_ms=timestamp_ms,
     )
+    if not _is_path(target) and lookup(spark, target) is None:
+        register(spark, target, result.target_root, managed=True)
     return result.target_root

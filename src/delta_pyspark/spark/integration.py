@@ -98,6 +98,21 @@ def python_frame(java_dataset: Any, spark: SparkSession) -> DataFrame:
     return SparkFrame(java_dataset, spark)
 
 
+def python_session(java_session: Any) -> SparkSession:
+    """The PySpark session over the JVM session a callback names (its temp views and confs:
+    the active Python session when it is that one)."""
+    from pyspark import SparkContext
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None and active._jsparkSession.equals(java_session):
+        return active
+    context = SparkContext._active_spark_context
+    if context is None:
+        raise DeltaJvmExtensionError("no SparkContext is running in this process")
+    return SparkSession(context, java_session)
+
+
 def sql_conf(spark: SparkSession) -> Any:
     """The JVM's ``SQLConf`` of ``spark``, for typed settings PySpark does not expose
     (broadcast threshold, split sizes)."""
@@ -159,6 +174,100 @@ def on_session_created(builder: SparkSession.Builder, then: Callable[[SparkSessi
         return session
 
     builder.getOrCreate = get_or_create  # type: ignore[method-assign]
+
+
+def route_save_as_table(
+    handler: Callable[[SparkSession, DataFrame, str, str, list[str] | None, dict[str, str]], None],
+) -> None:
+    """Make ``df.write.format("delta")...saveAsTable(name)`` call ``handler(spark, df, name,
+    mode, partition_by, options)``; other formats keep PySpark's. Installed once per process:
+    the writer's settings are recorded as they are made (the JVM writer keeps them private)."""
+    from pyspark.sql.readwriter import DataFrameWriter
+
+    if getattr(DataFrameWriter, "_delta_pyspark", False):
+        return
+    for method, record in (
+        ("format", _record_format),
+        ("mode", _record_mode),
+        ("option", _record_option),
+        ("options", _record_options),
+        ("partitionBy", _record_partitioning),
+    ):
+        _recording(DataFrameWriter, method, record)
+    original = DataFrameWriter.saveAsTable
+
+    @functools.wraps(original)
+    def save_as_table(
+        self: Any,
+        name: str,
+        format: str | None = None,
+        mode: str | None = None,
+        partitionBy: Any = None,
+        **options: Any,
+    ) -> None:
+        state = _writer_state(self)
+        source = format or state["format"]
+        if source is None or source.lower() != "delta":
+            return original(self, name, format, mode, partitionBy, **options)
+        if partitionBy is not None:
+            _record_partitioning(state, partitionBy)
+        _record_options(state, **options)
+        chosen = mode or state["mode"] or "errorifexists"
+        handler(self._spark, self._df, name, chosen, state["partition_by"], dict(state["options"]))
+        return None
+
+    DataFrameWriter.saveAsTable = save_as_table  # type: ignore[method-assign]
+    DataFrameWriter._delta_pyspark = True  # type: ignore[attr-defined]
+
+
+def _writer_state(writer: Any) -> dict[str, Any]:
+    state = writer.__dict__.get("_delta_pyspark_state")
+    if state is None:
+        state = {"format": None, "mode": None, "options": {}, "partition_by": None}
+        writer.__dict__["_delta_pyspark_state"] = state
+    return state
+
+
+def _recording(cls: type, name: str, record: Callable[..., None]) -> None:
+    original = getattr(cls, name)
+
+    @functools.wraps(original)
+    def wrapper(self: Any, *args: Any, **kwargs: Any) -> Any:
+        record(_writer_state(self), *args, **kwargs)
+        return original(self, *args, **kwargs)
+
+    setattr(cls, name, wrapper)
+
+
+def _option_text(value: Any) -> str:
+    """An option value as PySpark passes it to the JVM (booleans lower-case)."""
+    if value is None:
+        return ""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _record_format(state: dict[str, Any], source: str) -> None:
+    state["format"] = source
+
+
+def _record_mode(state: dict[str, Any], mode: str | None) -> None:
+    if mode is not None:
+        state["mode"] = mode
+
+
+def _record_option(state: dict[str, Any], key: str, value: Any) -> None:
+    state["options"][key] = _option_text(value)
+
+
+def _record_options(state: dict[str, Any], **options: Any) -> None:
+    for key, value in options.items():
+        state["options"][key] = _option_text(value)
+
+
+def _record_partitioning(state: dict[str, Any], *cols: Any) -> None:
+    if len(cols) == 1 and isinstance(cols[0], list | tuple):
+        cols = tuple(cols[0])
+    state["partition_by"] = [str(c) for c in cols]
 
 
 def _spark_jars() -> Path:

@@ -62,6 +62,7 @@ from delta_pyspark.spark.integration import (
     helper_class,
     java_frame,
     python_frame,
+    python_session,
     serve_callbacks,
 )
 from delta_pyspark.spark.paths import data_file_path
@@ -72,11 +73,13 @@ from delta_pyspark.spark.scan import (
     prune_files,
 )
 from delta_pyspark.spark.types import to_spark_type
+from delta_pyspark.spark.write_command import WriteRequest, write_delta
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 EXTENSIONS = "deltapyspark.DeltaSparkExtensions"
+PARTITION_COLUMNS_OPTION = "__partition_columns"  # how Spark hands partitionBy to a V1 source
 _NULL = "\x01"  # a null partition value in a listing (the log's strings never hold it)
 
 
@@ -222,6 +225,20 @@ class DeltaTables:
             return f"O{split or ''}\0".encode() + _encode(snapshot, files)
         except Exception as e:
             return _answer_error(e).encode()
+
+    def write(self, session: Any, path: str, mode: str, options: str, data: Any) -> str:
+        """A write Spark planned (``save``, CTAS, a SQL insert) as the Python write command."""
+        try:
+            spark = python_session(session)
+            fields = options.split("\0")[:-1]
+            opts = dict(zip(fields[::2], fields[1::2], strict=True))
+            opts.pop("path", None)
+            partitions = opts.pop(PARTITION_COLUMNS_OPTION, None)
+            request = WriteRequest(mode, json.loads(partitions) if partitions else None, opts)
+            write_delta(spark, python_frame(data, spark), path, request)
+            return "O"
+        except Exception as e:
+            return _answer_error(e)
 
     def report(self, table_id: str) -> ScanReport | None:
         relation = self._relations.get(table_id)

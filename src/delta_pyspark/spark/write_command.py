@@ -48,6 +48,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DEFAULTS_PREFIX = "spark.databricks.delta.properties.defaults."
+# Options Spark's SQL commands hand the source (see DeltaWrites.java): the operation a commit
+# records (CREATE TABLE, CREATE TABLE AS SELECT) and the table's comment.
+OPERATION_OPTION = "__delta_operation"
+DESCRIPTION_OPTION = "__delta_description"
 _MODES = {"append", "overwrite", "error", "errorifexists", "ignore", "default"}
 
 
@@ -172,13 +176,17 @@ def write_delta(
     guarded = enforce_constraints(aligned, schema, checks)
     partitions = list(metadata.partition_columns)
     removes: list[dict[str, Any]] = []
-    operation, params = (
-        "WRITE",
-        {
-            "mode": mode.capitalize() if mode != "errorifexists" else "ErrorIfExists",
+    operation = request.opt(OPERATION_OPTION) or "WRITE"
+    params = {
+        "mode": mode.capitalize() if mode != "errorifexists" else "ErrorIfExists",
+        "partitionBy": json.dumps(partitions),
+    }
+    if operation != "WRITE":  # CREATE TABLE [AS SELECT]: delta-spark's parameters
+        params = {
             "partitionBy": json.dumps(partitions),
-        },
-    )
+            "description": metadata.description,
+            "properties": json.dumps(request.table_properties),
+        }
 
     if overwrite and snapshot is not None and replace_where:
         guarded = _guard_replace_where(guarded, replace_where)
@@ -257,6 +265,7 @@ def _target_metadata(
                 schema_to_string(schema),
                 partition_by,
                 conf,
+                description=request.opt(DESCRIPTION_OPTION),
                 created_time=time.time_ns() // 1_000_000,
             )
         conf = dict(snapshot.configuration) | request.table_properties

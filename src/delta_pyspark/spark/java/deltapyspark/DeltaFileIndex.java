@@ -77,6 +77,11 @@ public final class DeltaFileIndex implements FileIndex {
     return tableId;
   }
 
+  /** The table's root directory. */
+  public String root() {
+    return root.toString();
+  }
+
   public Seq rootPaths() {
     ArrayList paths = new ArrayList();
     paths.add(root);

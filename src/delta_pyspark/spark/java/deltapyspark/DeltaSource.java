@@ -35,9 +35,9 @@ import scala.collection.immutable.Seq;
  * filters, prunes dynamically and splits files as for any file source.
  *
  * <p>It is also a {@link FileFormat} only because Spark runs SQL on a path ({@code
- * delta.`path`}) for file formats alone; it never reads or writes files as one. Writes through
- * the JVM are refused ({@link DeltaSparkExtensions} refuses SQL inserts): they must go through
- * the Python core's transaction.
+ * delta.`path`}) for file formats alone; it never reads or writes files as one. Writes go
+ * through the Python core's write command and transaction: {@link #createRelation(SQLContext,
+ * SaveMode, Map, Dataset)} for {@code save}/CTAS, {@link DeltaInsert} for SQL inserts.
  */
 public final class DeltaSource
     implements DataSourceRegister, RelationProvider, CreatableRelationProvider, FileFormat {
@@ -97,14 +97,8 @@ public final class DeltaSource
     if (path.isEmpty()) {
       throw error("reading a Delta table needs a path");
     }
-    StringBuilder options = new StringBuilder();
-    Iterator it = parameters.iterator();
-    while (it.hasNext()) {
-      Tuple2 option = (Tuple2) it.next();
-      options.append((String) option._1()).append('\0').append((String) option._2()).append('\0');
-    }
     String timeZone = session.sessionState().conf().sessionLocalTimeZone();
-    String answer = tables().open((String) path.get(), options.toString(), timeZone);
+    String answer = tables().open((String) path.get(), encode(parameters), timeZone);
     if (answer.startsWith("E")) {
       throw error(answer.substring(1));
     }
@@ -129,16 +123,46 @@ public final class DeltaSource
         index, partitionSchema, schema, Option.empty(), format, parameters, scans);
   }
 
+  /** {@code options} as {@code key NUL value NUL ...}. */
+  static String encode(Map options) {
+    StringBuilder out = new StringBuilder();
+    Iterator it = options.iterator();
+    while (it.hasNext()) {
+      Tuple2 option = (Tuple2) it.next();
+      out.append((String) option._1()).append('\0').append((String) option._2()).append('\0');
+    }
+    return out.toString();
+  }
+
+  /**
+   * {@code df.write.format("delta").save(path)}, {@code saveAsTable} and {@code CREATE TABLE
+   * ... USING delta AS SELECT} from any language: one transaction of the Python core.
+   */
   public BaseRelation createRelation(
       SQLContext context, SaveMode mode, Map parameters, Dataset data) {
-    throw writeRefused();
+    Option path = parameters.get("path");
+    if (path.isEmpty()) {
+      throw error("writing a Delta table needs a path");
+    }
+    String answer =
+        tables()
+            .write(
+                context.sparkSession(),
+                (String) path.get(),
+                mode.name().toLowerCase(java.util.Locale.ROOT),
+                encode(parameters),
+                data);
+    if (answer.startsWith("E")) {
+      throw error(answer.substring(1));
+    }
+    return createRelation(context, parameters);
   }
 
   static RuntimeException writeRefused() {
     return error(
-        "writing a Delta table through Spark's planner (SQL INSERT, CREATE TABLE AS SELECT, "
-            + "a JVM DataFrameWriter) is not supported yet: write from Python with "
-            + "df.write.format(\"delta\").save(path) or DeltaTable's methods");
+        "this write into a Delta table would bypass its transaction log (Spark planned it as "
+            + "a plain Parquet write): use INSERT INTO/OVERWRITE, df.write.format(\"delta\") "
+            + "or DeltaTable's methods");
   }
 
   public Option inferSchema(SparkSession session, Map options, Seq files) {

@@ -10,10 +10,9 @@ import scala.runtime.BoxedUnit;
 
 /**
  * delta-pyspark's session extension ({@code spark.sql.extensions}): the SQL parser that names
- * the table of {@code delta.`path`} to the source ({@link DeltaSqlParser}), and a check that
- * refuses SQL inserts into Delta tables at analysis: Spark plans them as plain Parquet writes
- * into the table's directory (an overwrite deleting the log with it), before any code of the
- * source runs.
+ * the table of {@code delta.`path`} to the source ({@link DeltaSqlParser}), the rule that runs
+ * SQL inserts into Delta tables as the Python core's writes ({@link DeltaWrites}), and a check
+ * that refuses any plain Parquet write into a Delta table that rule did not replace.
  */
 public final class DeltaSparkExtensions extends AbstractFunction1 {
   public Object apply(Object injected) {
@@ -22,6 +21,12 @@ public final class DeltaSparkExtensions extends AbstractFunction1 {
         new AbstractFunction2() {
           public Object apply(Object session, Object parser) {
             return new DeltaSqlParser((ParserInterface) parser);
+          }
+        });
+    extensions.injectPostHocResolutionRule(
+        new AbstractFunction1() {
+          public Object apply(Object session) {
+            return new DeltaWrites();
           }
         });
     extensions

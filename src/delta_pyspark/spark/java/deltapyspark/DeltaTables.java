@@ -30,4 +30,13 @@ public interface DeltaTables {
    * column ({@code \u0001} for null), UTF-8, files of one partition adjacent.
    */
   byte[] listFiles(String tableId, String filters, String timeZone, String packing);
+
+  /**
+   * Writes {@code data} (a {@code Dataset} of {@code session}) to the table at {@code path} as
+   * {@code df.write.format("delta").mode(mode).options(options).save(path)} does from Python:
+   * one transaction of the Python core. {@code mode}: {@code append}, {@code overwrite},
+   * {@code error} or {@code ignore}; {@code options}: {@code key NUL value NUL ...} ({@code
+   * __partition_columns} as Spark passes {@code partitionBy}). Answer: {@code O}, or an error.
+   */
+  String write(Object session, String path, String mode, String options, Object data);
 }

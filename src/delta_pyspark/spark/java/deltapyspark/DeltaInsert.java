@@ -1,0 +1,104 @@
+package deltapyspark;
+
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.plans.logical.Statistics;
+import org.apache.spark.sql.catalyst.trees.TreePattern$;
+import org.apache.spark.sql.execution.command.LeafRunnableCommand;
+import scala.collection.immutable.Seq;
+
+/**
+ * A SQL insert into a Delta table ({@code INSERT INTO|OVERWRITE}, {@code insertInto}): what
+ * Spark would have run as a plain Parquet write into the table's directory, run instead as the
+ * Python core's write command and transaction ({@link DeltaTables#write}). {@code query} is
+ * already analysed and in the table's column order; it is executed when the command runs.
+ */
+public final class DeltaInsert extends LogicalPlan implements LeafRunnableCommand {
+  private final String path;
+  private final String mode;
+  private final String options;
+  private final LogicalPlan query;
+
+  /** {@code options}: {@code key NUL value NUL ...}, as {@link DeltaTables#write} takes them. */
+  public DeltaInsert(String path, String mode, String options, LogicalPlan query) {
+    this.path = path;
+    this.mode = mode;
+    this.options = options;
+    this.query = query;
+  }
+
+  public Seq run(SparkSession session) {
+    org.apache.spark.sql.classic.Dataset data =
+        org.apache.spark.sql.classic.Dataset$.MODULE$.ofRows(
+            (org.apache.spark.sql.classic.SparkSession) session, query);
+    String answer = DeltaSource.tables().write(session, path, mode, options, data);
+    if (answer.startsWith("E")) {
+      throw DeltaSource.error(answer.substring(1));
+    }
+    return scala.collection.immutable.Nil$.MODULE$;
+  }
+
+  public Seq output() {
+    return scala.collection.immutable.Nil$.MODULE$;
+  }
+
+  public Seq children() {
+    return scala.collection.immutable.Nil$.MODULE$;
+  }
+
+  public Statistics stats() {
+    return org.apache.spark.sql.catalyst.plans.logical.Statistics$.MODULE$.DUMMY();
+  }
+
+  public org.apache.spark.sql.catalyst.expressions.AttributeSet producedAttributes() {
+    return outputSet();
+  }
+
+  public scala.collection.immutable.Map metrics() {
+    return scala.collection.immutable.Map$.MODULE$.empty();
+  }
+
+  public org.apache.spark.sql.catalyst.trees.TreeNode mapChildren(scala.Function1 f) {
+    return this;
+  }
+
+  public org.apache.spark.sql.catalyst.trees.TreeNode withNewChildrenInternal(
+      scala.collection.immutable.IndexedSeq children) {
+    return this;
+  }
+
+  public Seq nodePatterns() {
+    return scala.collection.immutable.List$.MODULE$.from(
+        scala.Predef$.MODULE$.wrapRefArray(new Object[] {TreePattern$.MODULE$.COMMAND()}));
+  }
+
+  public void org$apache$spark$sql$catalyst$plans$logical$Command$_setter_$nodePatterns_$eq(
+      Seq patterns) {}
+
+  public String simpleString(int maxFields) {
+    return "DeltaInsert " + mode + " " + path;
+  }
+
+  public int productArity() {
+    return 4;
+  }
+
+  public Object productElement(int n) {
+    switch (n) {
+      case 0:
+        return path;
+      case 1:
+        return mode;
+      case 2:
+        return options;
+      case 3:
+        return query;
+      default:
+        throw new IndexOutOfBoundsException(String.valueOf(n));
+    }
+  }
+
+  public boolean canEqual(Object other) {
+    return other instanceof DeltaInsert;
+  }
+}

@@ -1,0 +1,222 @@
+package deltapyspark;
+
+import java.net.URI;
+import org.apache.hadoop.fs.Path;
+import org.apache.spark.sql.SaveMode;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.TableIdentifier;
+import org.apache.spark.sql.catalyst.catalog.CatalogStorageFormat;
+import org.apache.spark.sql.catalyst.catalog.CatalogTable;
+import org.apache.spark.sql.catalyst.catalog.CatalogTableType;
+import org.apache.spark.sql.catalyst.plans.logical.LocalRelation;
+import org.apache.spark.sql.catalyst.rules.Rule;
+import org.apache.spark.sql.catalyst.trees.TreeNode;
+import org.apache.spark.sql.catalyst.types.DataTypeUtils;
+import org.apache.spark.sql.execution.command.CreateDataSourceTableAsSelectCommand;
+import org.apache.spark.sql.execution.command.CreateDataSourceTableCommand;
+import org.apache.spark.sql.execution.datasources.InsertIntoHadoopFsRelationCommand;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.StructType;
+import scala.Option;
+import scala.Tuple2;
+import scala.collection.Iterator;
+import scala.collection.immutable.Map;
+import scala.collection.immutable.Seq;
+
+/**
+ * Spark's plans of writes to Delta tables, made to go through the Python core's write command
+ * and transaction. A post-hoc resolution rule: it sees the commands Spark's {@code
+ * DataSourceAnalysis} made, with their queries analysed and cast to the table's columns.
+ *
+ * <ul>
+ *   <li>SQL inserts ({@code INSERT INTO|OVERWRITE [PARTITION (...)]}, {@code insertInto}):
+ *       Spark plans a plain Parquet write into the table's directory ({@link
+ *       InsertIntoHadoopFsRelationCommand}; an overwrite would delete the log with the data).
+ *       It becomes a {@link DeltaInsert}; static partition values become an overwrite's {@code
+ *       replaceWhere}, as in delta-spark.
+ *   <li>{@code CREATE TABLE ... USING delta AS SELECT}: Spark's V1 command passes the source
+ *       only the table's options, so the partition columns, table properties and comment are
+ *       added to them (the source's {@code createRelation} writes the table, Spark registers
+ *       it).
+ *   <li>{@code CREATE TABLE t (columns) USING delta} where no Delta table exists yet: run as an
+ *       empty CREATE TABLE AS SELECT, so version 0 of the log holds the schema, partition
+ *       columns and properties, as delta-spark's does. Over an existing table Spark's command
+ *       registers it (the log's schema wins, see {@link DeltaSource}).
+ * </ul>
+ */
+public final class DeltaWrites extends Rule {
+  /** Option naming the operation a write records in its commit (CREATE TABLE, ...). */
+  static final String OPERATION_OPTION = "__delta_operation";
+
+  public TreeNode apply(TreeNode plan) {
+    if (plan instanceof InsertIntoHadoopFsRelationCommand) {
+      return insert((InsertIntoHadoopFsRelationCommand) plan);
+    }
+    if (plan instanceof CreateDataSourceTableAsSelectCommand) {
+      CreateDataSourceTableAsSelectCommand ctas = (CreateDataSourceTableAsSelectCommand) plan;
+      CatalogTable table = ctas.table();
+      if (isDelta(table) && !table.storage().properties().contains(OPERATION_OPTION)) {
+        return new CreateDataSourceTableAsSelectCommand(
+            withWriteOptions(table, "CREATE TABLE AS SELECT"),
+            ctas.mode(),
+            ctas.query(),
+            ctas.outputColumnNames());
+      }
+    }
+    if (plan instanceof CreateDataSourceTableCommand) {
+      CreateDataSourceTableCommand create = (CreateDataSourceTableCommand) plan;
+      CatalogTable table = create.table();
+      if (isDelta(table) && table.schema().nonEmpty() && !hasLog(table)) {
+        StructType schema = table.schema();
+        return new CreateDataSourceTableAsSelectCommand(
+            withWriteOptions(table, "CREATE TABLE"),
+            create.ignoreIfExists() ? SaveMode.Ignore : SaveMode.ErrorIfExists,
+            new LocalRelation(
+                DataTypeUtils.toAttributes(schema),
+                scala.collection.immutable.Nil$.MODULE$,
+                false,
+                Option.empty()),
+            scala.collection.immutable.List$.MODULE$.from(
+                scala.Predef$.MODULE$.wrapRefArray((Object[]) schema.fieldNames())));
+      }
+    }
+    return plan;
+  }
+
+  private static TreeNode insert(InsertIntoHadoopFsRelationCommand insert) {
+    Option index = insert.fileIndex();
+    if (index.isEmpty() || !(index.get() instanceof DeltaFileIndex)) {
+      return insert;
+    }
+    if (insert.ifPartitionNotExists()) {
+      throw DeltaSource.error(
+          "INSERT OVERWRITE ... IF NOT EXISTS is not supported on Delta tables");
+    }
+    boolean overwrite = insert.mode() == SaveMode.Overwrite;
+    StringBuilder options = new StringBuilder(DeltaSource.encode(insert.options()));
+    StringBuilder where = new StringBuilder();
+    Iterator statics = insert.staticPartitions().iterator();
+    while (statics.hasNext()) {
+      Tuple2 value = (Tuple2) statics.next();
+      if (where.length() > 0) {
+        where.append(" AND ");
+      }
+      where
+          .append('`')
+          .append(((String) value._1()).replace("`", "``"))
+          .append("` = '")
+          .append(((String) value._2()).replace("\\", "\\\\").replace("'", "\\'"))
+          .append('\'');
+    }
+    if (overwrite && where.length() > 0) {
+      options.append("replaceWhere").append('\0').append(where).append('\0');
+    }
+    return new DeltaInsert(
+        ((DeltaFileIndex) index.get()).root(),
+        overwrite ? "overwrite" : "append",
+        options.toString(),
+        insert.query());
+  }
+
+  private static boolean isDelta(CatalogTable table) {
+    return table.provider().isDefined()
+        && "delta".equalsIgnoreCase((String) table.provider().get());
+  }
+
+  private static boolean hasLog(CatalogTable table) {
+    SparkSession session = SparkSession.active();
+    URI location =
+        table.storage().locationUri().isDefined()
+            ? (URI) table.storage().locationUri().get()
+            : session.sessionState().catalog().defaultTablePath(table.identifier());
+    try {
+      Path log = new Path(new Path(location), "_delta_log");
+      return log.getFileSystem(session.sessionState().newHadoopConf()).exists(log);
+    } catch (java.io.IOException e) {
+      throw DeltaSource.error("cannot check " + location + " for a Delta table: " + e);
+    }
+  }
+
+  /** {@code table} with its partition columns, properties, comment and the operation as options. */
+  private static CatalogTable withWriteOptions(CatalogTable table, String operation) {
+    Map options = (Map) table.storage().properties().$plus$plus(table.properties());
+    options = (Map) options.updated(OPERATION_OPTION, operation);
+    if (table.partitionColumnNames().nonEmpty()) {
+      options =
+          (Map) options.updated("__partition_columns", jsonStrings(table.partitionColumnNames()));
+    }
+    if (table.comment().isDefined()) {
+      options = (Map) options.updated("__delta_description", (String) table.comment().get());
+    }
+    CatalogStorageFormat storage = table.storage();
+    return table.copy(
+        table.identifier(), table.tableType(),
+        storage.copy(
+            storage.locationUri(), storage.inputFormat(), storage.outputFormat(), storage.serde(),
+            storage.compressed(), options),
+        table.schema(), table.provider(), table.partitionColumnNames(), table.bucketSpec(),
+        table.owner(), table.createTime(), table.lastAccessTime(), table.createVersion(),
+        table.properties(), table.stats(), table.viewText(), table.comment(), table.collation(),
+        table.unsupportedFeatures(), table.tracksPartitionsInCatalog(),
+        table.schemaPreservesCase(), table.ignoredProperties(), table.viewOriginalText());
+  }
+
+  private static String jsonStrings(Seq values) {
+    StringBuilder out = new StringBuilder("[");
+    Iterator it = values.iterator();
+    while (it.hasNext()) {
+      String value = (String) it.next();
+      out.append('"').append(value.replace("\\", "\\\\").replace("\"", "\\\"")).append('"');
+      if (it.hasNext()) {
+        out.append(',');
+      }
+    }
+    return out.append(']').toString();
+  }
+
+  /**
+   * Registers the Delta table at {@code location} in the session catalog as {@code
+   * database.table} (managed: DROP TABLE deletes its files). {@code schemaJson}: the log's
+   * schema with the partition columns last, as Spark's catalog keeps them; the log stays the
+   * source of truth.
+   */
+  public static void register(
+      SparkSession session, String database, String table, String location, boolean managed,
+      String schemaJson, String[] partitionColumns) {
+    TableIdentifier ident =
+        new TableIdentifier(table, Option.apply(database), Option.apply("spark_catalog"));
+    CatalogStorageFormat storage =
+        new CatalogStorageFormat(
+            Option.apply(new Path(location).toUri()),
+            Option.empty(),
+            Option.empty(),
+            Option.empty(),
+            false,
+            scala.collection.immutable.Map$.MODULE$.empty());
+    CatalogTable entry =
+        new CatalogTable(
+            ident,
+            managed ? CatalogTableType.MANAGED() : CatalogTableType.EXTERNAL(),
+            storage,
+            (StructType) DataType.fromJson(schemaJson),
+            Option.apply("delta"),
+            scala.collection.immutable.List$.MODULE$.from(
+                scala.Predef$.MODULE$.wrapRefArray((Object[]) partitionColumns)),
+            Option.empty(),
+            "",
+            System.currentTimeMillis(),
+            -1L,
+            session.version(),
+            scala.collection.immutable.Map$.MODULE$.empty(),
+            Option.empty(),
+            Option.empty(),
+            Option.empty(),
+            Option.empty(),
+            scala.collection.immutable.Nil$.MODULE$,
+            false,
+            true,
+            scala.collection.immutable.Map$.MODULE$.empty(),
+            Option.empty());
+    session.sessionState().catalog().createTable(entry, false, false);
+  }
+}
