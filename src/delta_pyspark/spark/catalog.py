@@ -40,9 +40,10 @@ def _identifier(spark: SparkSession, name: str) -> Any:
     ``TableIdentifier`` in the session catalog, the current database filled in."""
     session = classic_session(spark)
     try:
-        parts = list(session.sessionState().sqlParser().parseMultipartIdentifier(name))
-    except Exception as e:
+        seq = session.sessionState().sqlParser().parseMultipartIdentifier(name)
+    except Exception as e:  # Spark's ParseException, through py4j
         raise DeltaIllegalArgumentException(f"invalid table name {name!r}: {e}") from None
+    parts = [str(seq.apply(i)) for i in range(seq.size())]
     if len(parts) == 3 and parts[0].lower() == "spark_catalog":
         parts = parts[1:]
     if not 1 <= len(parts) <= 2:

@@ -47,7 +47,7 @@ from delta_pyspark.core.column_mapping import (
 from delta_pyspark.core.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.expressions import and_all, parse_predicate
-from delta_pyspark.core.log_store import log_store_for
+from delta_pyspark.core.log_store import log_store_for, to_local_path
 from delta_pyspark.core.schema import StructType
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.time_travel import parse_timestamp_ms, split_path_suffix
@@ -235,7 +235,8 @@ class DeltaTables:
             opts.pop("path", None)
             partitions = opts.pop(PARTITION_COLUMNS_OPTION, None)
             request = WriteRequest(mode, json.loads(partitions) if partitions else None, opts)
-            write_delta(spark, python_frame(data, spark), path, request)
+            # Spark names a catalog table's location as a URI (file:/...)
+            write_delta(spark, python_frame(data, spark), to_local_path(path), request)
             return "O"
         except Exception as e:
             return _answer_error(e)

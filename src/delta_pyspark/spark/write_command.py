@@ -29,6 +29,7 @@ from delta_pyspark.core.schema import (
 )
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.table_features import protocol_for
+from delta_pyspark.core.table_properties import canonical_key, is_delta_key
 from delta_pyspark.core.transaction import Transaction
 from delta_pyspark.exceptions import (
     DeltaAnalysisException,
@@ -73,7 +74,11 @@ class WriteRequest:
 
     @property
     def table_properties(self) -> dict[str, str]:
-        return {k: str(v) for k, v in self.options.items() if k.startswith("delta.")}
+        """The ``delta.*`` options, in their stored spelling (Spark lower-cases the option
+        keys it hands a source)."""
+        return {
+            canonical_key(k): str(v) for k, v in self.options.items() if is_delta_key(k)
+        }
 
 
 def _session_defaults(spark: SparkSession) -> dict[str, str]:

@@ -23,6 +23,12 @@ public final class DeltaSparkExtensions extends AbstractFunction1 {
             return new DeltaSqlParser((ParserInterface) parser);
           }
         });
+    extensions.injectResolutionRule(
+        new AbstractFunction1() {
+          public Object apply(Object session) {
+            return new DeltaPathInserts((org.apache.spark.sql.SparkSession) session);
+          }
+        });
     extensions.injectPostHocResolutionRule(
         new AbstractFunction1() {
           public Object apply(Object session) {

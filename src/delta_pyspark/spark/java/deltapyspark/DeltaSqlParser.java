@@ -7,6 +7,7 @@ import org.apache.spark.sql.catalyst.analysis.UnresolvedRelation;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.parser.ParseException;
 import org.apache.spark.sql.catalyst.parser.ParserInterface;
+import org.apache.spark.sql.catalyst.plans.logical.InsertIntoStatement;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.StructType;
@@ -15,8 +16,8 @@ import scala.collection.immutable.Seq;
 import scala.runtime.AbstractPartialFunction;
 
 /**
- * Spark's SQL parser, with {@code delta.`path`} table references given their path as the
- * {@code path} option. Spark resolves such a reference through the source's {@code
+ * Spark's SQL parser, with {@code delta.`path`} table references (read, or written by an
+ * INSERT) given their path as the {@code path} option. Spark resolves such a reference through the source's {@code
  * createRelation}, which only receives the options (the path goes to it separately), so the
  * source would not know which table to read.
  */
@@ -40,22 +41,42 @@ public final class DeltaSqlParser implements ParserInterface {
         plan.transformUpWithSubqueries(
             new AbstractPartialFunction() {
               public boolean isDefinedAt(Object node) {
-                return isDeltaPath(node);
+                return isDeltaPath(node) || isInsertIntoPath(node);
               }
 
               public Object applyOrElse(Object node, scala.Function1 fallback) {
-                if (!isDeltaPath(node)) {
+                if (isDeltaPath(node)) {
+                  return withPath((UnresolvedRelation) node);
+                }
+                if (!isInsertIntoPath(node)) {
                   return fallback.apply(node);
                 }
-                UnresolvedRelation relation = (UnresolvedRelation) node;
-                HashMap options = new HashMap(relation.options().asCaseSensitiveMap());
-                options.put("path", relation.multipartIdentifier().last());
-                return relation.copy(
-                    relation.multipartIdentifier(),
-                    new CaseInsensitiveStringMap(options),
-                    relation.isStreaming());
+                // the table an INSERT writes to is no child of the statement
+                InsertIntoStatement insert = (InsertIntoStatement) node;
+                return insert.copy(
+                    withPath((UnresolvedRelation) insert.table()),
+                    insert.partitionSpec(),
+                    insert.userSpecifiedCols(),
+                    insert.query(),
+                    insert.overwrite(),
+                    insert.ifPartitionNotExists(),
+                    insert.byName());
               }
             });
+  }
+
+  private static UnresolvedRelation withPath(UnresolvedRelation relation) {
+    HashMap options = new HashMap(relation.options().asCaseSensitiveMap());
+    options.put("path", relation.multipartIdentifier().last());
+    return relation.copy(
+        relation.multipartIdentifier(),
+        new CaseInsensitiveStringMap(options),
+        relation.isStreaming());
+  }
+
+  private static boolean isInsertIntoPath(Object node) {
+    return node instanceof InsertIntoStatement
+        && isDeltaPath(((InsertIntoStatement) node).table());
   }
 
   static boolean isDeltaPath(Object node) {

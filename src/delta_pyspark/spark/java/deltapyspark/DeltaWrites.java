@@ -57,7 +57,7 @@ public final class DeltaWrites extends Rule {
       CatalogTable table = ctas.table();
       if (isDelta(table) && !table.storage().properties().contains(OPERATION_OPTION)) {
         return new CreateDataSourceTableAsSelectCommand(
-            withWriteOptions(table, "CREATE TABLE AS SELECT"),
+            withWriteOptions(table, "CREATE TABLE AS SELECT", table.schema()),
             ctas.mode(),
             ctas.query(),
             ctas.outputColumnNames());
@@ -69,7 +69,8 @@ public final class DeltaWrites extends Rule {
       if (isDelta(table) && table.schema().nonEmpty() && !hasLog(table)) {
         StructType schema = table.schema();
         return new CreateDataSourceTableAsSelectCommand(
-            withWriteOptions(table, "CREATE TABLE"),
+            // Spark's CTAS takes its schema from the query
+            withWriteOptions(table, "CREATE TABLE", new StructType()),
             create.ignoreIfExists() ? SaveMode.Ignore : SaveMode.ErrorIfExists,
             new LocalRelation(
                 DataTypeUtils.toAttributes(schema),
@@ -138,7 +139,8 @@ public final class DeltaWrites extends Rule {
   }
 
   /** {@code table} with its partition columns, properties, comment and the operation as options. */
-  private static CatalogTable withWriteOptions(CatalogTable table, String operation) {
+  private static CatalogTable withWriteOptions(
+      CatalogTable table, String operation, StructType schema) {
     Map options = (Map) table.storage().properties().$plus$plus(table.properties());
     options = (Map) options.updated(OPERATION_OPTION, operation);
     if (table.partitionColumnNames().nonEmpty()) {
@@ -154,7 +156,7 @@ public final class DeltaWrites extends Rule {
         storage.copy(
             storage.locationUri(), storage.inputFormat(), storage.outputFormat(), storage.serde(),
             storage.compressed(), options),
-        table.schema(), table.provider(), table.partitionColumnNames(), table.bucketSpec(),
+        schema, table.provider(), table.partitionColumnNames(), table.bucketSpec(),
         table.owner(), table.createTime(), table.lastAccessTime(), table.createVersion(),
         table.properties(), table.stats(), table.viewText(), table.comment(), table.collation(),
         table.unsupportedFeatures(), table.tracksPartitionsInCatalog(),
