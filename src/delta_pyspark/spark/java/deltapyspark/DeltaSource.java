@@ -19,6 +19,7 @@ import org.apache.spark.sql.sources.BaseRelation;
 import org.apache.spark.sql.sources.CreatableRelationProvider;
 import org.apache.spark.sql.sources.DataSourceRegister;
 import org.apache.spark.sql.sources.RelationProvider;
+import org.apache.spark.sql.sources.SchemaRelationProvider;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.unsafe.Platform;
@@ -40,7 +41,11 @@ import scala.collection.immutable.Seq;
  * SaveMode, Map, Dataset)} for {@code save}/CTAS, {@link DeltaInsert} for SQL inserts.
  */
 public final class DeltaSource
-    implements DataSourceRegister, RelationProvider, CreatableRelationProvider, FileFormat {
+    implements DataSourceRegister,
+        RelationProvider,
+        SchemaRelationProvider,
+        CreatableRelationProvider,
+        FileFormat {
   static final String EXTENSIONS = "deltapyspark.DeltaSparkExtensions";
 
   private static volatile DeltaTables tables;
@@ -123,8 +128,21 @@ public final class DeltaSource
         index, partitionSchema, schema, Option.empty(), format, parameters, scans);
   }
 
-  /** {@code options} as {@code key NUL value NUL ...}. */
+  /**
+   * A relation over a table Spark's catalog knows with a schema (a catalog table, {@code
+   * CREATE TABLE} over an existing table): the log's schema wins, so a schema evolved since the
+   * catalog entry was written (or kept in Spark's order, partition columns last) reads as the
+   * table is now.
+   */
+  public BaseRelation createRelation(SQLContext context, Map parameters, StructType schema) {
+    return createRelation(context, parameters);
+  }
+
+  /** {@code options} as {@code key NUL value NUL ...}, with the keys as the user spelt them. */
   static String encode(Map options) {
+    if (options instanceof org.apache.spark.sql.catalyst.util.CaseInsensitiveMap) {
+      options = ((org.apache.spark.sql.catalyst.util.CaseInsensitiveMap) options).originalMap();
+    }
     StringBuilder out = new StringBuilder();
     Iterator it = options.iterator();
     while (it.hasNext()) {
