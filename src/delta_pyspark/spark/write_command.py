@@ -76,9 +76,7 @@ class WriteRequest:
     def table_properties(self) -> dict[str, str]:
         """The ``delta.*`` options, in their stored spelling (Spark lower-cases the option
         keys it hands a source)."""
-        return {
-            canonical_key(k): str(v) for k, v in self.options.items() if is_delta_key(k)
-        }
+        return {canonical_key(k): str(v) for k, v in self.options.items() if is_delta_key(k)}
 
 
 def _session_defaults(spark: SparkSession) -> dict[str, str]:
