@@ -58,7 +58,10 @@ def _enable_planner_on_create(builder: SparkSession.Builder) -> None:
     @functools.wraps(original)
     def get_or_create() -> SparkSession:
         session = original()
-        planner.enable(session)
+        if planner.enable(session):
+            from delta_pyspark import sql  # the API module over ``tables`` (imports this one)
+
+            sql.enable(session)
         return session
 
     builder.getOrCreate = get_or_create  # type: ignore[method-assign]

@@ -7,7 +7,7 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from delta_pyspark.core.clone import clone_table
+from delta_pyspark.core.clone import CloneResult, clone_table
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.time_travel import parse_timestamp_ms
 from delta_pyspark.spark.catalog import table_location
@@ -33,15 +33,16 @@ def execute_clone(
     properties: Mapping[str, str] | None = None,
     version: int | None = None,
     timestamp: str | None = None,
-) -> str:
-    """Clone the table (at ``version``/``timestamp``, else latest); the clone's path."""
+) -> CloneResult:
+    """Clone the table (at ``version``/``timestamp``, else latest): the clone's path, version
+    and delta-spark's clone metrics."""
     from zoneinfo import ZoneInfo
 
     timestamp_ms = None
     if timestamp is not None:
         tz = ZoneInfo(spark.conf.get("spark.sql.session.timeZone", "UTC"))
         timestamp_ms = parse_timestamp_ms(timestamp, tz)
-    result = clone_table(
+    return clone_table(
         log,
         target_location(spark, target),
         shallow=shallow,
@@ -50,4 +51,3 @@ def execute_clone(
         version=version,
         timestamp_ms=timestamp_ms,
     )
-    return result.target_root

@@ -1,0 +1,954 @@
+"""Delta's SQL statements through Spark's own ``spark.sql``.
+
+The session extension's parser (``DeltaSqlParser.java``) looks at the first words of each
+statement; when they may start one of Delta's statements (MERGE, UPDATE, DELETE, DESCRIBE
+HISTORY/DETAIL, OPTIMIZE, VACUUM, RESTORE, CONVERT TO DELTA, CREATE ... CLONE, GENERATE,
+REORG, ALTER TABLE, SHOW TBLPROPERTIES) it asks ``DeltaCommands.describe`` here. A statement
+on a Delta table becomes a command node whose ``run`` calls ``DeltaCommands.run``, which
+executes it through the same Python API as ``DeltaTable`` (``tables.py``); anything else
+(another table format, a statement Delta does not add) answers ``N`` and goes to Spark's
+parser untouched. Time travel in queries (``VERSION AS OF``/``TIMESTAMP AS OF``) on a Delta
+table is rewritten by the parser into the read options ``planner.time_travel`` reads, with
+the table's path from ``DeltaCommands.timeTravel``.
+
+Conditions, assignments and values are handed to the Python API as the user's SQL text, cut
+out of the statement by a tokenizer aware of quotes, backticks and parentheses, so Spark
+parses each expression as written. Errors raised here reach the user as the same typed
+exception (``planner._answer_error``'s tokens).
+
+Table names resolve as delta-spark's: ``delta.`path``` is a path; a name is looked up in the
+session catalog (its location), and a name the catalog does not know falls back to where
+``DeltaTable.forName`` looks (``spark.catalog.table_location``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from pyspark.sql import DataFrame, SparkSession
+
+from delta_pyspark.core.delta_log import DeltaLog
+from delta_pyspark.core.log_store import to_local_path
+from delta_pyspark.core.restore import METRIC_COLUMNS
+from delta_pyspark.exceptions import (
+    DeltaAnalysisException,
+    DeltaParseException,
+    DeltaTableNotFoundError,
+    DeltaUnsupportedOperationException,
+)
+from delta_pyspark.spark.catalog import table_location
+from delta_pyspark.spark.jvm_extension import helper_class
+from delta_pyspark.spark.optimize import METRICS_DDL
+from delta_pyspark.spark.planner import _answer_error
+from delta_pyspark.tables import DETAIL_DDL, HISTORY_DDL, DeltaTable
+
+# ---------------------------------------------------------------------- tokens
+
+_TOKEN = re.compile(
+    r"""
+    (?P<space>\s+|--[^\n]*|/\*.*?\*/)
+  | (?P<string>'(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.|"")*")
+  | (?P<ident>`(?:[^`]|``)*`)
+  | (?P<number>\d+(?:\.\d*)?(?:[eE][+-]?\d+)?[A-Za-z]*)
+  | (?P<word>[A-Za-z_][A-Za-z0-9_]*)
+  | (?P<punct><=>|<=|>=|<>|!=|==|\|\||::|.)
+    """,
+    re.VERBOSE | re.DOTALL,
+)
+
+
+@dataclass(frozen=True)
+class _Token:
+    kind: str  # string | ident | number | word | punct
+    text: str
+    start: int
+    end: int
+
+    def is_word(self, *words: str) -> bool:
+        return self.kind == "word" and self.text.upper() in words
+
+
+def _tokens(sql: str) -> list[_Token]:
+    out = []
+    for m in _TOKEN.finditer(sql):
+        kind = m.lastgroup or "punct"
+        if kind != "space":
+            out.append(_Token(kind, m.group(), m.start(), m.end()))
+    return out
+
+
+def _unquote(token: _Token) -> str:
+    if token.kind == "ident":
+        return token.text[1:-1].replace("``", "`")
+    if token.kind == "string":
+        quote = token.text[0]
+        body = token.text[1:-1].replace(quote * 2, quote)
+        return re.sub(r"\\(.)", r"\1", body)
+    return token.text
+
+
+@dataclass(frozen=True)
+class TableRef:
+    """A table as the statement names it: ``delta.`path``` or a (multipart) name."""
+
+    parts: tuple[str, ...]
+    text: str  # as written, for messages
+
+    @property
+    def delta_path(self) -> str | None:
+        if len(self.parts) == 2 and self.parts[0].lower() == "delta":
+            return self.parts[1]
+        return None
+
+
+class _Parser:
+    """Recursive descent over the tokens of one statement, keeping the source text."""
+
+    def __init__(self, sql: str) -> None:
+        self.sql = sql
+        self.tokens = _tokens(sql)
+        self.pos = 0
+
+    # -- looking
+    def peek(self, offset: int = 0) -> _Token | None:
+        i = self.pos + offset
+        return self.tokens[i] if i < len(self.tokens) else None
+
+    def at(self, *words: str) -> bool:
+        """Whether the next tokens are ``words`` (keywords, any case; punctuation as is)."""
+        for offset, word in enumerate(words):
+            token = self.peek(offset)
+            if token is None:
+                return False
+            if not (token.is_word(word) or (token.kind == "punct" and token.text == word)):
+                return False
+        return True
+
+    def accept(self, *words: str) -> bool:
+        if self.at(*words):
+            self.pos += len(words)
+            return True
+        return False
+
+    def expect(self, *words: str, what: str | None = None) -> None:
+        if not self.accept(*words):
+            self.fail(what or " ".join(words))
+
+    def done(self) -> bool:
+        return self.pos >= len(self.tokens)
+
+    def end(self) -> None:
+        if self.accept(";") and self.done():
+            return
+        if not self.done():
+            self.fail("the end of the statement")
+
+    def fail(self, expected: str) -> None:
+        token = self.peek()
+        found = f"{token.text!r} at position {token.start}" if token else "the end"
+        raise DeltaParseException(f"expected {expected}, found {found} in: {self.sql.strip()}")
+
+    # -- pieces
+    def table(self) -> TableRef:
+        first = self.peek()
+        if first is None or first.kind not in ("word", "ident"):
+            self.fail("a table name or delta.`path`")
+        assert first is not None
+        parts = [_unquote(first)]
+        self.pos += 1
+        last = first
+        while self.at(".") and (nxt := self.peek(1)) is not None and nxt.kind in ("word", "ident"):
+            parts.append(_unquote(nxt))
+            last = nxt
+            self.pos += 2
+        return TableRef(tuple(parts), self.sql[first.start : last.end])
+
+    def identifier(self, what: str) -> str:
+        token = self.peek()
+        if token is None or token.kind not in ("word", "ident"):
+            self.fail(what)
+        assert token is not None
+        self.pos += 1
+        return _unquote(token)
+
+    def integer(self, what: str) -> int:
+        token = self.peek()
+        if token is None or token.kind != "number" or not token.text.isdigit():
+            self.fail(what)
+        assert token is not None
+        self.pos += 1
+        return int(token.text)
+
+    def literal(self, what: str) -> str:
+        """A string or number literal's value."""
+        token = self.peek()
+        if token is None or token.kind not in ("string", "number"):
+            self.fail(what)
+        assert token is not None
+        self.pos += 1
+        return _unquote(token)
+
+    def alias(self, *stops: str) -> str | None:
+        """``[AS] alias``, unless the next word is one of ``stops``."""
+        if self.accept("AS"):
+            return self.identifier("an alias after AS")
+        token = self.peek()
+        if token is not None and token.kind in ("word", "ident") and not token.is_word(*stops):
+            self.pos += 1
+            return _unquote(token)
+        return None
+
+    def text_until(self, *stops: str, what: str) -> str:
+        """The source text up to (not including) the first of the keywords ``stops`` outside
+        parentheses, or to the end; never empty."""
+        start = self.pos
+        depth = 0
+        while not self.done():
+            token = self.tokens[self.pos]
+            if depth == 0 and (token.is_word(*stops) or (token.text == ";" and self._last())):
+                break
+            if token.text in ("(", "["):
+                depth += 1
+            elif token.text in (")", "]"):
+                depth -= 1
+            self.pos += 1
+        if self.pos == start:
+            self.fail(what)
+        return self.sql[self.tokens[start].start : self.tokens[self.pos - 1].end].strip()
+
+    def _last(self) -> bool:
+        return self.pos == len(self.tokens) - 1
+
+    def group(self, what: str) -> str:
+        """The text inside the parentheses that follow (moving past them)."""
+        if not self.at("("):
+            self.fail(what)
+        open_token = self.tokens[self.pos]
+        depth = 0
+        while not self.done():
+            token = self.tokens[self.pos]
+            self.pos += 1
+            if token.text == "(":
+                depth += 1
+            elif token.text == ")":
+                depth -= 1
+                if depth == 0:
+                    return self.sql[open_token.end : token.start].strip()
+        self.fail(f"')' closing {what}")
+        return ""
+
+
+def _split_top(text: str, separator: str = ",") -> list[str]:
+    """``text`` split at ``separator`` tokens outside parentheses and brackets."""
+    parts, depth, start = [], 0, 0
+    for token in _tokens(text):
+        if token.text in ("(", "["):
+            depth += 1
+        elif token.text in (")", "]"):
+            depth -= 1
+        elif depth == 0 and token.kind == "punct" and token.text == separator:
+            parts.append(text[start : token.start].strip())
+            start = token.end
+    parts.append(text[start:].strip())
+    return [p for p in parts if p]
+
+
+def _assignments(text: str, statement: str) -> dict[str, str]:
+    """``col = expr, ...`` as column -> expression text (verbatim)."""
+    out: dict[str, str] = {}
+    for item in _split_top(text):
+        tokens = _tokens(item)
+        eq = next((t for t in tokens if t.kind == "punct" and t.text == "="), None)
+        if eq is None or eq.start == 0 or not item[eq.end :].strip():
+            raise DeltaParseException(
+                f"expected column = expression in the SET list of {statement}, found {item!r}"
+            )
+        column = ".".join(_unquote(t) for t in _tokens(item[: eq.start]) if t.text != ".")
+        out[column] = item[eq.end :].strip()
+    return out
+
+
+# ---------------------------------------------------------------------- statements
+
+
+@dataclass
+class Statement:
+    """One parsed Delta statement: what it acts on and how to run it."""
+
+    kind: str  # for messages: "MERGE", "DESCRIBE HISTORY", ...
+    table: TableRef | None  # the Delta table it needs (None: CONVERT, which makes one)
+    columns: str  # DDL of its result's columns ("" for none)
+    execute: Callable[[SparkSession, str], DataFrame | None]  # (session, table path)
+    # Spark has its own meaning for the statement on a table of another format.
+    spark_knows: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+_AFFECTED = "num_affected_rows long"
+_MERGE_COLUMNS = (
+    "num_affected_rows long, num_updated_rows long, num_deleted_rows long, num_inserted_rows long"
+)
+_CLONE_COLUMNS = (
+    ("sourceTableSize", "source_table_size"),
+    ("sourceNumOfFiles", "source_num_of_files"),
+    ("numRemovedFiles", "num_removed_files"),
+    ("numCopiedFiles", "num_copied_files"),
+    ("removedFilesSize", "removed_files_size"),
+    ("copiedFilesSize", "copied_files_size"),
+)
+_CLONE_DDL = ", ".join(f"{column} long" for _, column in _CLONE_COLUMNS)
+
+
+def parse(sql: str) -> Statement | None:
+    """The Delta statement ``sql`` is, or None when it is none of Delta's (Spark's then)."""
+    p = _Parser(sql)
+    if p.accept("MERGE"):
+        return _merge(p)
+    if p.accept("UPDATE"):
+        return _update(p)
+    if p.accept("DELETE", "FROM"):
+        return _delete(p)
+    if p.accept("DESCRIBE") or p.accept("DESC"):
+        if p.peek(1) is None:  # DESCRIBE history: a table called history
+            return None
+        if p.accept("HISTORY"):
+            return _history(p)
+        if p.accept("DETAIL"):
+            return _detail(p)
+        return None
+    if p.accept("OPTIMIZE"):
+        return _optimize(p)
+    if p.accept("VACUUM"):
+        return _vacuum(p)
+    if p.accept("RESTORE"):
+        return _restore(p)
+    if p.accept("CONVERT", "TO", "DELTA"):
+        return _convert(p)
+    if p.at("CREATE"):
+        return _clone(p)
+    if p.accept("GENERATE"):
+        return _generate(p)
+    if p.accept("REORG"):
+        return _reorg(p)
+    if p.accept("ALTER", "TABLE"):
+        return _alter(p)
+    if p.accept("SHOW", "TBLPROPERTIES"):
+        return _show_properties(p)
+    return None
+
+
+def _merge(p: _Parser) -> Statement:
+    evolve = p.accept("WITH", "SCHEMA", "EVOLUTION")
+    p.expect("INTO", what="INTO after MERGE")
+    target = p.table()
+    target_alias = p.alias("USING")
+    p.expect("USING", what="USING <source> in MERGE")
+    if p.at("("):
+        source_query: str | None = p.group("the source query")
+        source: TableRef | None = None
+    else:
+        source_query, source = None, p.table()
+    source_alias = p.alias("ON")
+    p.expect("ON", what="ON <merge condition>")
+    condition = p.text_until("WHEN", what="a merge condition after ON")
+    clauses: list[tuple[str, str, str | None, Any]] = []
+    while p.accept("WHEN"):
+        clauses.append(_merge_clause(p))
+    if not clauses:
+        p.fail("at least one WHEN [NOT] MATCHED clause")
+    p.end()
+
+    def run(spark: SparkSession, path: str) -> DataFrame:
+        if source_query is not None:
+            src = spark.sql(source_query)
+        else:
+            assert source is not None
+            src = _read(spark, source)
+        alias = source_alias or (source.parts[-1] if source and not source.delta_path else None)
+        if alias:
+            src = src.alias(alias)
+        t_alias = target_alias or (None if target.delta_path else target.parts[-1])
+        builder = DeltaTable(spark, path, t_alias).merge(src, condition)
+        if evolve:
+            builder = builder.withSchemaEvolution()
+        for when, action, cond, payload in clauses:
+            builder = _add_clause(builder, when, action, cond, payload)
+        return builder.execute()
+
+    return Statement("MERGE", target, _MERGE_COLUMNS, run)
+
+
+def _merge_clause(p: _Parser) -> tuple[str, str, str | None, Any]:
+    if p.accept("MATCHED"):
+        when = "matched"
+    elif p.accept("NOT", "MATCHED"):
+        when = "notMatchedBySource" if p.accept("BY", "SOURCE") else "notMatched"
+        if when == "notMatched":
+            p.accept("BY", "TARGET")
+    else:
+        p.fail("MATCHED or NOT MATCHED after WHEN")
+    cond = p.text_until("THEN", what="a clause condition after AND") if p.accept("AND") else None
+    p.expect("THEN", what="THEN in a WHEN clause")
+    if when == "notMatched":
+        p.expect("INSERT", what="INSERT in a WHEN NOT MATCHED clause")
+        if p.accept("*"):
+            return when, "insertAll", cond, None
+        columns = [c.strip().strip("`") for c in _split_top(p.group("the INSERT column list"))]
+        p.expect("VALUES", what="VALUES after the INSERT column list")
+        values = _split_top(p.group("the INSERT values"))
+        if len(columns) != len(values) or not columns:
+            raise DeltaParseException(
+                f"INSERT in MERGE names {len(columns)} columns but gives {len(values)} values"
+            )
+        return when, "insert", cond, dict(zip(columns, values, strict=True))
+    if p.accept("DELETE"):
+        return when, "delete", cond, None
+    p.expect("UPDATE", "SET", what="UPDATE SET or DELETE")
+    if p.accept("*"):
+        if when != "matched":
+            p.fail("column = expression (UPDATE SET * needs a source row)")
+        return when, "updateAll", cond, None
+    return when, "update", cond, _assignments(p.text_until("WHEN", what="assignments"), "MERGE")
+
+
+def _add_clause(builder: Any, when: str, action: str, cond: str | None, payload: Any) -> Any:
+    if when == "matched":
+        if action == "delete":
+            return builder.whenMatchedDelete(cond)
+        if action == "updateAll":
+            return builder.whenMatchedUpdateAll(cond)
+        return builder.whenMatchedUpdate(cond, payload)
+    if when == "notMatched":
+        if action == "insertAll":
+            return builder.whenNotMatchedInsertAll(cond)
+        return builder.whenNotMatchedInsert(cond, payload)
+    if action == "delete":
+        return builder.whenNotMatchedBySourceDelete(cond)
+    return builder.whenNotMatchedBySourceUpdate(cond, payload)
+
+
+def _refuse_alias(p: _Parser, statement: str, *stops: str) -> None:
+    if p.alias(*stops) is not None:
+        raise DeltaUnsupportedOperationException(
+            f"{statement} with a table alias is not supported yet: write the condition "
+            "with the table's column names"
+        )
+
+
+def _where(p: _Parser, *stops: str) -> str | None:
+    if p.accept("WHERE"):
+        return p.text_until(*stops, what="a condition after WHERE")
+    return None
+
+
+def _update(p: _Parser) -> Statement:
+    table = p.table()
+    _refuse_alias(p, "UPDATE", "SET")
+    p.expect("SET", what="SET in UPDATE")
+    assignments = _assignments(p.text_until("WHERE", what="assignments after SET"), "UPDATE")
+    condition = _where(p)
+    p.end()
+
+    def run(spark: SparkSession, path: str) -> DataFrame:
+        return DeltaTable(spark, path).update(condition, assignments)
+
+    return Statement("UPDATE", table, _AFFECTED, run, spark_knows=True)
+
+
+def _delete(p: _Parser) -> Statement:
+    table = p.table()
+    _refuse_alias(p, "DELETE", "WHERE")
+    condition = _where(p)
+    p.end()
+
+    def run(spark: SparkSession, path: str) -> DataFrame:
+        return DeltaTable(spark, path).delete(condition)
+
+    return Statement("DELETE", table, _AFFECTED, run, spark_knows=True)
+
+
+def _history(p: _Parser) -> Statement:
+    table = p.table()
+    limit = p.integer("a row count after LIMIT") if p.accept("LIMIT") else None
+    p.end()
+
+    def run(spark: SparkSession, path: str) -> DataFrame:
+        return DeltaTable(spark, path).history(limit)
+
+    return Statement("DESCRIBE HISTORY", table, HISTORY_DDL, run)
+
+
+def _detail(p: _Parser) -> Statement:
+    table = p.table()
+    p.end()
+
+    def run(spark: SparkSession, path: str) -> DataFrame:
+        return DeltaTable(spark, path).detail()
+
+    return Statement("DESCRIBE DETAIL", table, DETAIL_DDL, run)
+
+
+def _optimize(p: _Parser) -> Statement:
+    table = p.table()
+    condition = _where(p, "ZORDER")
+    zorder: list[str] = []
+    if p.accept("ZORDER", "BY"):
+        text = p.group("the ZORDER BY columns") if p.at("(") else p.text_until(what="columns")
+        zorder = [c.strip() for c in _split_top(text)]
+    p.end()
+
+    def run(spark: SparkSession, path: str) -> DataFrame:
+        builder = DeltaTable(spark, path).optimize()
+        if condition is not None:
+            builder = builder.where(condition)
+        return builder.executeZOrderBy(*zorder) if zorder else builder.executeCompaction()
+
+    return Statement("OPTIMIZE", table, METRICS_DDL, run)
+
+
+def _vacuum(p: _Parser) -> Statement:
+    table = p.table()
+    hours: float | None = None
+    dry_run = False
+    while not p.done() and not p.at(";"):
+        if p.accept("RETAIN"):
+            hours = float(p.literal("a number of hours after RETAIN"))
+            p.expect("HOURS", what="HOURS after the retention")
+        elif p.accept("DRY", "RUN"):
+            dry_run = True
+        else:
+            p.fail("RETAIN <n> HOURS or DRY RUN")
+    p.end()
+
+    def run(spark: SparkSession, path: str) -> DataFrame:
+        result = DeltaTable(spark, path).vacuum(hours, dryRun=dry_run)
+        if dry_run:
+            return result
+        # delta-spark's SQL VACUUM answers the table's path once the files are deleted.
+        return spark.createDataFrame([(DeltaLog.for_table(path).table_root,)], "path string")
+
+    return Statement("VACUUM", table, "path string", run)
+
+
+def _restore(p: _Parser) -> Statement:
+    p.accept("TABLE")
+    table = p.table()
+    p.accept("TO")
+    version, timestamp = _as_of(p, required=True)
+    p.end()
+
+    def run(spark: SparkSession, path: str) -> DataFrame:
+        dt = DeltaTable(spark, path)
+        if version is not None:
+            return dt.restoreToVersion(version)
+        assert timestamp is not None
+        return dt.restoreToTimestamp(timestamp)
+
+    columns = ", ".join(f"{column} long" for _, column in METRIC_COLUMNS)
+    return Statement("RESTORE", table, columns, run)
+
+
+def _as_of(p: _Parser, required: bool) -> tuple[int | None, str | None]:
+    if p.accept("VERSION", "AS", "OF"):
+        return p.integer("a version number after VERSION AS OF"), None
+    if p.accept("TIMESTAMP", "AS", "OF"):
+        return None, p.literal("a timestamp string after TIMESTAMP AS OF")
+    if required:
+        p.fail("VERSION AS OF <version> or TIMESTAMP AS OF '<timestamp>'")
+    return None, None
+
+
+def _convert(p: _Parser) -> Statement:
+    source = p.table()
+    if p.accept("NO", "STATISTICS"):
+        raise DeltaUnsupportedOperationException(
+            "CONVERT TO DELTA ... NO STATISTICS is not supported: statistics are always collected"
+        )
+    partitions = p.group("the PARTITIONED BY columns") if p.accept("PARTITIONED", "BY") else None
+    p.end()
+    if len(source.parts) == 2:
+        identifier = f"{source.parts[0]}.`{source.parts[1].replace('`', '``')}`"
+    else:
+        identifier = source.text
+
+    def run(spark: SparkSession, path: str) -> None:
+        DeltaTable.convertToDelta(spark, identifier, partitions)
+
+    return Statement("CONVERT TO DELTA", None, "", run)
+
+
+def _clone(p: _Parser) -> Statement | None:
+    p.expect("CREATE")
+    replace = p.accept("OR", "REPLACE")
+    p.expect("TABLE")
+    if_not_exists = p.accept("IF", "NOT", "EXISTS")
+    target = p.table()
+    shallow = True
+    if p.accept("SHALLOW"):
+        shallow = True
+    elif p.accept("DEEP"):
+        shallow = False
+    if not p.accept("CLONE"):
+        return None  # CREATE TABLE ... USING / AS SELECT: not a clone
+    source = p.table()
+    version, timestamp = _as_of(p, required=False)
+    properties: dict[str, str] = {}
+    location: str | None = None
+    while not p.done() and not p.at(";"):
+        if p.accept("TBLPROPERTIES"):
+            properties.update(_properties(p.group("the TBLPROPERTIES list")))
+        elif p.accept("LOCATION"):
+            location = p.literal("a path after LOCATION")
+        else:
+            p.fail("TBLPROPERTIES (...) or LOCATION '<path>'")
+    p.end()
+    if location is not None and target.delta_path is None:
+        raise DeltaUnsupportedOperationException(
+            f"CREATE TABLE {target.text} ... CLONE with LOCATION is not supported: tables "
+            "are not registered in the catalog here; clone to delta.`<path>` instead"
+        )
+    destination = location or target.delta_path or target.text
+
+    def run(spark: SparkSession, path: str) -> DataFrame:
+        from delta_pyspark.spark.clone import execute_clone, target_location
+
+        if if_not_exists and DeltaLog(target_location(spark, destination)).is_delta_table():
+            result_row: tuple[int, ...] = (0,) * len(_CLONE_COLUMNS)
+        else:
+            result = execute_clone(
+                spark,
+                DeltaLog.for_table(path),
+                destination,
+                shallow=shallow,
+                replace=replace,
+                properties=properties,
+                version=version,
+                timestamp=timestamp,
+            )
+            result_row = tuple(int(result.metrics.get(k, 0)) for k, _ in _CLONE_COLUMNS)
+        return spark.createDataFrame([result_row], _CLONE_DDL)
+
+    return Statement("CLONE", source, _CLONE_DDL, run)
+
+
+def _properties(text: str) -> dict[str, str]:
+    """``'k' = 'v', k.x = v`` to a dict (keys and values unquoted)."""
+    out = {}
+    for item in _split_top(text):
+        tokens = _tokens(item)
+        eq = next((i for i, t in enumerate(tokens) if t.text == "="), None)
+        if eq is None:
+            raise DeltaParseException(f"expected key = value in the property list, found {item!r}")
+        key = "".join(_unquote(t) for t in tokens[:eq])
+        value = " ".join(_unquote(t) for t in tokens[eq + 1 :])
+        out[key] = value
+    return out
+
+
+def _property_keys(text: str) -> list[str]:
+    return ["".join(_unquote(t) for t in _tokens(item)) for item in _split_top(text)]
+
+
+def _generate(p: _Parser) -> Statement:
+    mode = p.identifier("a manifest mode (symlink_format_manifest)")
+    p.expect("FOR", "TABLE", what="FOR TABLE")
+    table = p.table()
+    p.end()
+
+    def run(spark: SparkSession, path: str) -> None:
+        DeltaTable(spark, path).generate(mode)
+
+    return Statement("GENERATE", table, "", run)
+
+
+def _reorg(p: _Parser) -> Statement:
+    p.expect("TABLE", what="TABLE after REORG")
+    table = p.table()
+    condition = _where(p, "APPLY")
+    p.expect("APPLY", what="APPLY (PURGE)")
+    action = p.group("APPLY's (PURGE)").upper()
+    if action != "PURGE":
+        raise DeltaUnsupportedOperationException(
+            f"REORG TABLE ... APPLY ({action}) is not supported: only APPLY (PURGE) is"
+        )
+    p.end()
+
+    def run(spark: SparkSession, path: str) -> DataFrame:
+        return DeltaTable(spark, path).reorgPurge(condition)
+
+    return Statement("REORG", table, METRICS_DDL, run)
+
+
+def _alter(p: _Parser) -> Statement | None:
+    table = p.table()
+    if p.accept("SET", "TBLPROPERTIES"):
+        props = _properties(p.group("the TBLPROPERTIES list"))
+        p.end()
+        return Statement(
+            "SET TBLPROPERTIES",
+            table,
+            "",
+            lambda spark, path: DeltaTable(spark, path).setProperties(props),
+            spark_knows=True,
+        )
+    if p.accept("UNSET", "TBLPROPERTIES"):
+        if_exists = p.accept("IF", "EXISTS")
+        keys = _property_keys(p.group("the TBLPROPERTIES keys"))
+        p.end()
+        return Statement(
+            "UNSET TBLPROPERTIES",
+            table,
+            "",
+            lambda spark, path: DeltaTable(spark, path).unsetProperties(keys, if_exists),
+            spark_knows=True,
+        )
+    if p.accept("ADD", "CONSTRAINT"):
+        name = p.identifier("a constraint name")
+        p.expect("CHECK", what="CHECK (<expression>)")
+        expression = p.group("the CHECK expression")
+        p.end()
+        return Statement(
+            "ADD CONSTRAINT",
+            table,
+            "",
+            lambda spark, path: DeltaTable(spark, path).addConstraint(name, expression),
+            spark_knows=True,
+        )
+    if p.accept("DROP", "CONSTRAINT"):
+        if_exists = p.accept("IF", "EXISTS")
+        name = p.identifier("a constraint name")
+        p.end()
+        return Statement(
+            "DROP CONSTRAINT",
+            table,
+            "",
+            lambda spark, path: DeltaTable(spark, path).dropConstraint(name, if_exists),
+            spark_knows=True,
+        )
+    if p.accept("ADD", "COLUMNS") or p.accept("ADD", "COLUMN"):
+        ddl = p.group("the column list") if p.at("(") else p.text_until(what="a column")
+        p.end()
+        return Statement(
+            "ADD COLUMNS", table, "", lambda spark, path: _add_columns(spark, path, ddl), True
+        )
+    token = p.peek()
+    clause = " ".join(t.text.upper() for t in p.tokens[p.pos : p.pos + 2]) if token else ""
+    return Statement(
+        f"ALTER TABLE ... {clause}".strip(),
+        table,
+        "",
+        lambda spark, path: _refuse_alter(clause),
+        spark_knows=True,
+    )
+
+
+def _refuse_alter(clause: str) -> None:
+    raise DeltaUnsupportedOperationException(
+        f"ALTER TABLE ... {clause} is not supported on Delta tables yet (supported: SET/UNSET "
+        "TBLPROPERTIES, ADD/DROP CONSTRAINT, ADD COLUMNS)"
+    )
+
+
+def _add_columns(spark: SparkSession, path: str, ddl: str) -> None:
+    from pyspark.sql.types import StructType as SparkStruct
+
+    from delta_pyspark.core.alter_table import add_columns
+    from delta_pyspark.spark.types import from_spark_schema
+
+    for position in ("FIRST", "AFTER"):
+        if any(t.is_word(position) for t in _tokens(ddl)):
+            raise DeltaUnsupportedOperationException(
+                f"ADD COLUMNS ... {position} is not supported: new columns go last"
+            )
+    parsed = spark._jvm.org.apache.spark.sql.types.StructType.fromDDL(ddl).json()
+    schema = from_spark_schema(SparkStruct.fromJson(json.loads(parsed)))
+    add_columns(DeltaLog.for_table(path), schema.fields)
+
+
+def _show_properties(p: _Parser) -> Statement:
+    table = p.table()
+    key = _property_keys(p.group("a property key"))[0] if p.at("(") else None
+    p.end()
+
+    def run(spark: SparkSession, path: str) -> DataFrame:
+        snapshot = DeltaLog.for_table(path).snapshot()
+        protocol = snapshot.protocol
+        shown = dict(snapshot.configuration)
+        shown["delta.minReaderVersion"] = str(protocol.min_reader_version)
+        shown["delta.minWriterVersion"] = str(protocol.min_writer_version)
+        features = set(protocol.reader_features or ()) | set(protocol.writer_features or ())
+        shown.update({f"delta.feature.{f}": "supported" for f in sorted(features)})
+        if key is not None:
+            value = shown.get(key, f"Table {table.text} does not have property: {key}")
+            return spark.createDataFrame([(key, value)], "key string, value string")
+        return spark.createDataFrame(sorted(shown.items()), "key string, value string")
+
+    return Statement("SHOW TBLPROPERTIES", table, "key string, value string", run, True)
+
+
+# ---------------------------------------------------------------------- tables
+
+
+def _read(spark: SparkSession, ref: TableRef) -> DataFrame:
+    """A MERGE source named as a table: a Delta table (path or name) or anything Spark reads."""
+    path = ref.delta_path
+    if path is not None:
+        return DeltaTable(spark, _existing(path, ref)).toDF()
+    kind, location = resolve(spark, ref)
+    if kind == "delta":
+        assert location is not None
+        return DeltaTable(spark, location).toDF()
+    return spark.table(ref.text)
+
+
+def _existing(path: str, ref: TableRef) -> str:
+    if not DeltaLog(path).is_delta_table():
+        raise DeltaTableNotFoundError(f"{ref.text}: {path} is not a Delta table")
+    return path
+
+
+def resolve(spark: SparkSession, ref: TableRef) -> tuple[str, str | None]:
+    """``("delta", path)`` for a Delta table, ``("other", None)`` for a table or view of
+    another kind Spark knows, ``("missing", looked-in)`` for a name nothing answers to."""
+    path = ref.delta_path
+    if path is not None:
+        return ("delta", path) if DeltaLog(path).is_delta_table() else ("missing", path)
+    parts = list(ref.parts)
+    if len(parts) == 3 and parts[0].lower() == "spark_catalog":
+        parts = parts[1:]
+    if len(parts) > 2:
+        return "other", None  # another catalog's table: Spark's to resolve
+    jvm = spark._jvm
+    jsession = spark._jsparkSession
+    catalog = jsession.sessionState().catalog()
+    database = jvm.scala.Option.apply(parts[0] if len(parts) == 2 else None)
+    ident = jvm.org.apache.spark.sql.catalyst.TableIdentifier(parts[-1], database)
+    if catalog.isTempView(ident):
+        return "other", None
+    if catalog.tableExists(ident):
+        meta = catalog.getTableMetadata(ident)
+        if meta.tableType().name() != "VIEW" and meta.storage().locationUri().isDefined():
+            location = to_local_path(str(meta.storage().locationUri().get().toString()))
+            if DeltaLog(location).is_delta_table():
+                return "delta", location
+        return "other", None
+    location = table_location(spark, ".".join(parts))
+    if DeltaLog(location).is_delta_table():
+        return "delta", location
+    return "missing", location
+
+
+def _target(spark: SparkSession, statement: Statement) -> str | None:
+    """The path of the statement's Delta table; None when the statement is Spark's."""
+    ref = statement.table
+    assert ref is not None
+    kind, location = resolve(spark, ref)
+    if kind == "delta":
+        assert location is not None
+        return location
+    if kind == "missing":
+        where = f" (looked in {location})" if location and location != ref.delta_path else ""
+        raise DeltaTableNotFoundError(
+            f"{statement.kind}: table {ref.text} not found or not a Delta table{where}"
+        )
+    if statement.spark_knows:
+        return None
+    raise DeltaAnalysisException(
+        f"{statement.kind} needs a Delta table, and {ref.text} is not a Delta table"
+    )
+
+
+# ---------------------------------------------------------------------- the JVM's side
+
+
+def _session(jsession: Any) -> SparkSession:
+    """The Python session over the JVM session a callback names."""
+    active = SparkSession.getActiveSession()
+    if active is not None and active._jsparkSession.equals(jsession):
+        return active
+    from pyspark import SparkContext
+
+    return SparkSession(SparkContext._active_spark_context, jsession)
+
+
+class DeltaCommands:
+    """The JVM's ``deltapyspark.DeltaCommands``: Delta statements parsed and run here."""
+
+    def describe(self, session: Any, sql: str) -> str:
+        try:
+            statement = parse(sql)
+            if statement is None:
+                return "N"
+            if statement.table is not None and _target(_session(session), statement) is None:
+                return "N"
+            return "O" + statement.columns
+        except Exception as e:  # answered as text: the JVM raises it, the user gets ``e``
+            return _answer_error(e)
+
+    def run(self, session: Any, sql: str) -> Any:
+        try:
+            spark = _session(session)
+            statement = parse(sql)
+            assert statement is not None  # ``describe`` accepted it
+            path = _target(spark, statement) if statement.table is not None else ""
+            assert path is not None
+            result = statement.execute(spark, path)
+            if result is None:
+                from pyspark.sql.types import StructType
+
+                result = spark.createDataFrame([], StructType([]))
+            return result._jdf
+        except Exception as e:
+            return _answer_error(e)
+
+    def timeTravel(self, session: Any, nameParts: str, version: str, timestampSql: str) -> str:
+        try:
+            spark = _session(session)
+            parts = tuple(nameParts.split("\0")[:-1])
+            kind, location = resolve(spark, TableRef(parts, ".".join(parts)))
+            if kind != "delta":
+                return "N"
+            assert location is not None
+            timestamp = _timestamp_text(spark, timestampSql) if timestampSql else ""
+            return f"O{location}\0{version}\0{timestamp}"
+        except Exception as e:
+            return _answer_error(e)
+
+    class Java:
+        implements: ClassVar[list[str]] = ["deltapyspark.DeltaCommands"]
+
+
+def _timestamp_text(spark: SparkSession, expression: str) -> str:
+    """``TIMESTAMP AS OF``'s expression as the text ``timestampAsOf`` reads: a string literal
+    as written, anything else evaluated by Spark (in the session's time zone)."""
+    tokens = _tokens(expression)
+    if len(tokens) == 1 and tokens[0].kind == "string":
+        return _unquote(tokens[0])
+    row = spark.sql(f"SELECT CAST(({expression}) AS STRING) AS ts").first()
+    if row is None or row.ts is None:
+        raise DeltaAnalysisException(f"TIMESTAMP AS OF {expression} is null")
+    return str(row.ts)
+
+
+COMMANDS = DeltaCommands()
+
+
+def enable(spark: SparkSession) -> bool:
+    """Register the statements' Python side with the session's JVM (once per gateway); False
+    when the session lacks the JVM helper."""
+    parser = helper_class(spark, "deltapyspark.DeltaSqlParser")
+    if parser is None:
+        return False
+    gateway = spark.sparkContext._gateway
+    if gateway.__dict__.get("_delta_commands_registered"):
+        return True
+    from pyspark.java_gateway import ensure_callback_server_started
+
+    ensure_callback_server_started(gateway)
+    parser.register(COMMANDS)
+    gateway.__dict__["_delta_commands_registered"] = True
+    return True
