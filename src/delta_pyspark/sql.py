@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from pyspark.sql import DataFrame, SparkSession
@@ -155,6 +155,9 @@ class _Parser:
     # -- pieces
     def table(self) -> TableRef:
         first = self.peek()
+        if first is not None and first.kind == "string":  # VACUUM '/path', as delta-spark
+            self.pos += 1
+            return TableRef(("delta", _unquote(first)), first.text)
         if first is None or first.kind not in ("word", "ident"):
             self.fail("a table name or delta.`path`")
         assert first is not None
@@ -285,7 +288,8 @@ class Statement:
     execute: Callable[[SparkSession, str], DataFrame | None]  # (session, table path)
     # Spark has its own meaning for the statement on a table of another format.
     spark_knows: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
+    # Why it cannot run on a Delta table (a clause not supported yet), or None.
+    refusal: str | None = None
 
 
 _AFFECTED = "num_affected_rows long"
@@ -431,12 +435,15 @@ def _add_clause(builder: Any, when: str, action: str, cond: str | None, payload:
     return builder.whenNotMatchedBySourceUpdate(cond, payload)
 
 
-def _refuse_alias(p: _Parser, statement: str, *stops: str) -> None:
-    if p.alias(*stops) is not None:
-        raise DeltaUnsupportedOperationException(
-            f"{statement} with a table alias is not supported yet: write the condition "
-            "with the table's column names"
-        )
+def _alias_refusal(p: _Parser, statement: str, *stops: str) -> str | None:
+    """Why ``statement``'s table alias cannot be used (raised once the table is known to be
+    a Delta table: on another format Spark answers the statement itself)."""
+    if p.alias(*stops) is None:
+        return None
+    return (
+        f"{statement} with a table alias is not supported yet: write the condition with the "
+        "table's column names"
+    )
 
 
 def _where(p: _Parser, *stops: str) -> str | None:
@@ -447,7 +454,7 @@ def _where(p: _Parser, *stops: str) -> str | None:
 
 def _update(p: _Parser) -> Statement:
     table = p.table()
-    _refuse_alias(p, "UPDATE", "SET")
+    refusal = _alias_refusal(p, "UPDATE", "SET")
     p.expect("SET", what="SET in UPDATE")
     assignments = _assignments(p.text_until("WHERE", what="assignments after SET"), "UPDATE")
     condition = _where(p)
@@ -456,19 +463,19 @@ def _update(p: _Parser) -> Statement:
     def run(spark: SparkSession, path: str) -> DataFrame:
         return DeltaTable(spark, path).update(condition, assignments)
 
-    return Statement("UPDATE", table, _AFFECTED, run, spark_knows=True)
+    return Statement("UPDATE", table, _AFFECTED, run, spark_knows=True, refusal=refusal)
 
 
 def _delete(p: _Parser) -> Statement:
     table = p.table()
-    _refuse_alias(p, "DELETE", "WHERE")
+    refusal = _alias_refusal(p, "DELETE", "WHERE")
     condition = _where(p)
     p.end()
 
     def run(spark: SparkSession, path: str) -> DataFrame:
         return DeltaTable(spark, path).delete(condition)
 
-    return Statement("DELETE", table, _AFFECTED, run, spark_knows=True)
+    return Statement("DELETE", table, _AFFECTED, run, spark_knows=True, refusal=refusal)
 
 
 def _history(p: _Parser) -> Statement:
@@ -584,7 +591,8 @@ def _convert(p: _Parser) -> Statement:
 def _clone(p: _Parser) -> Statement | None:
     p.expect("CREATE")
     replace = p.accept("OR", "REPLACE")
-    p.expect("TABLE")
+    if not p.accept("TABLE"):
+        return None  # CREATE VIEW, CREATE FUNCTION, ...
     if_not_exists = p.accept("IF", "NOT", "EXISTS")
     target = p.table()
     shallow = True
@@ -735,22 +743,16 @@ def _alter(p: _Parser) -> Statement | None:
         return Statement(
             "ADD COLUMNS", table, "", lambda spark, path: _add_columns(spark, path, ddl), True
         )
-    token = p.peek()
-    clause = " ".join(t.text.upper() for t in p.tokens[p.pos : p.pos + 2]) if token else ""
-    return Statement(
-        f"ALTER TABLE ... {clause}".strip(),
-        table,
-        "",
-        lambda spark, path: _refuse_alter(clause),
-        spark_knows=True,
-    )
-
-
-def _refuse_alter(clause: str) -> None:
-    raise DeltaUnsupportedOperationException(
+    clause = " ".join(t.text.upper() for t in p.tokens[p.pos : p.pos + 2])
+    refusal = (
         f"ALTER TABLE ... {clause} is not supported on Delta tables yet (supported: SET/UNSET "
         "TBLPROPERTIES, ADD/DROP CONSTRAINT, ADD COLUMNS)"
     )
+    return Statement("ALTER TABLE", table, "", _nothing, spark_knows=True, refusal=refusal)
+
+
+def _nothing(spark: SparkSession, path: str) -> None:
+    """The run of a statement refused before it runs."""
 
 
 def _add_columns(spark: SparkSession, path: str, ddl: str) -> None:
@@ -862,6 +864,14 @@ def _target(spark: SparkSession, statement: Statement) -> str | None:
     )
 
 
+def _checked_target(spark: SparkSession, statement: Statement) -> str | None:
+    """``_target``, refusing what the statement asks that is not supported on Delta tables."""
+    path = _target(spark, statement) if statement.table is not None else ""
+    if path is not None and statement.refusal is not None:
+        raise DeltaUnsupportedOperationException(statement.refusal)
+    return path
+
+
 # ---------------------------------------------------------------------- the JVM's side
 
 
@@ -883,7 +893,7 @@ class DeltaCommands:
             statement = parse(sql)
             if statement is None:
                 return "N"
-            if statement.table is not None and _target(_session(session), statement) is None:
+            if _checked_target(_session(session), statement) is None:
                 return "N"
             return "O" + statement.columns
         except Exception as e:  # answered as text: the JVM raises it, the user gets ``e``
@@ -894,7 +904,7 @@ class DeltaCommands:
             spark = _session(session)
             statement = parse(sql)
             assert statement is not None  # ``describe`` accepted it
-            path = _target(spark, statement) if statement.table is not None else ""
+            path = _checked_target(spark, statement)
             assert path is not None
             result = statement.execute(spark, path)
             if result is None:
