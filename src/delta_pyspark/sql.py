@@ -380,7 +380,8 @@ def _merge(p: _Parser) -> Statement:
         if evolve:
             builder = builder.withSchemaEvolution()
         for when, action, cond, payload in clauses:
-            builder = _add_clause(builder, when, action, cond, payload)
+            columns = _unqualified(payload, t_alias) if payload else payload
+            builder = _add_clause(builder, when, action, cond, columns)
         return builder.execute()
 
     return Statement("MERGE", target, _MERGE_COLUMNS, run)
@@ -417,6 +418,17 @@ def _merge_clause(p: _Parser) -> tuple[str, str, str | None, Any]:
             p.fail("column = expression (UPDATE SET * needs a source row)")
         return when, "updateAll", cond, None
     return when, "update", cond, _assignments(p.text_until("WHEN", what="assignments"), "MERGE")
+
+
+def _unqualified(assignments: dict[str, str], qualifier: str | None) -> dict[str, str]:
+    """Assignment keys without the target's alias or name (``SET t.v = ...`` sets ``v``)."""
+    if not qualifier:
+        return assignments
+    prefix = qualifier.lower() + "."
+    return {
+        (key[len(prefix) :] if key.lower().startswith(prefix) else key): value
+        for key, value in assignments.items()
+    }
 
 
 def _add_clause(builder: Any, when: str, action: str, cond: str | None, payload: Any) -> Any:
@@ -461,7 +473,8 @@ def _update(p: _Parser) -> Statement:
     p.end()
 
     def run(spark: SparkSession, path: str) -> DataFrame:
-        return DeltaTable(spark, path).update(condition, assignments)
+        own_name = None if table.delta_path else table.parts[-1]
+        return DeltaTable(spark, path).update(condition, _unqualified(assignments, own_name))
 
     return Statement("UPDATE", table, _AFFECTED, run, spark_knows=True, refusal=refusal)
 
@@ -804,6 +817,8 @@ def _read(spark: SparkSession, ref: TableRef) -> DataFrame:
     if kind == "delta":
         assert location is not None
         return DeltaTable(spark, location).toDF()
+    if kind == "missing":
+        raise DeltaTableNotFoundError(f"MERGE source: table {ref.text} not found")
     return spark.table(ref.text)
 
 
