@@ -774,12 +774,14 @@ def _add_columns(spark: SparkSession, path: str, ddl: str) -> None:
     from delta_pyspark.core.alter_table import add_columns
     from delta_pyspark.spark.types import from_spark_schema
 
-    for position in ("FIRST", "AFTER"):
-        if any(t.is_word(position) for t in _tokens(ddl)):
+    for column in _split_top(ddl):
+        words = _tokens(column)
+        if len(words) > 2 and (words[-1].is_word("FIRST") or words[-2].is_word("AFTER")):
             raise DeltaUnsupportedOperationException(
-                f"ADD COLUMNS ... {position} is not supported: new columns go last"
+                f"ADD COLUMNS ... FIRST/AFTER is not supported ({column}): new columns go last"
             )
-    parsed = spark._jvm.org.apache.spark.sql.types.StructType.fromDDL(ddl).json()
+    jvm: Any = spark._jvm
+    parsed = jvm.org.apache.spark.sql.types.StructType.fromDDL(ddl).json()
     schema = from_spark_schema(SparkStruct.fromJson(json.loads(parsed)))
     add_columns(DeltaLog.for_table(path), schema.fields)
 
@@ -839,7 +841,7 @@ def resolve(spark: SparkSession, ref: TableRef) -> tuple[str, str | None]:
         parts = parts[1:]
     if len(parts) > 2:
         return "other", None  # another catalog's table: Spark's to resolve
-    jvm = spark._jvm
+    jvm: Any = spark._jvm
     jsession = spark._jsparkSession
     catalog = jsession.sessionState().catalog()
     database = jvm.scala.Option.apply(parts[0] if len(parts) == 2 else None)
@@ -897,7 +899,9 @@ def _session(jsession: Any) -> SparkSession:
         return active
     from pyspark import SparkContext
 
-    return SparkSession(SparkContext._active_spark_context, jsession)
+    context = SparkContext._active_spark_context
+    assert context is not None  # the JVM that called here runs one
+    return SparkSession(context, jsession)
 
 
 class DeltaCommands:
@@ -934,8 +938,11 @@ class DeltaCommands:
         try:
             spark = _session(session)
             parts = tuple(nameParts.split("\0")[:-1])
-            kind, location = resolve(spark, TableRef(parts, ".".join(parts)))
-            if kind != "delta":
+            ref = TableRef(parts, ".".join(parts))
+            kind, location = resolve(spark, ref)
+            if ref.delta_path is not None:  # the delta source says what is wrong with it
+                location = ref.delta_path
+            elif kind != "delta":
                 return "N"
             assert location is not None
             timestamp = _timestamp_text(spark, timestampSql) if timestampSql else ""
@@ -973,7 +980,7 @@ def enable(spark: SparkSession) -> bool:
         return True
     from pyspark.java_gateway import ensure_callback_server_started
 
-    ensure_callback_server_started(gateway)
+    ensure_callback_server_started(gateway)  # type: ignore[no-untyped-call]
     parser.register(COMMANDS)
     gateway.__dict__["_delta_commands_registered"] = True
     return True

@@ -409,6 +409,8 @@ def test_add_columns(spark: Any, table: Table) -> None:
         spark.sql(f"ALTER TABLE {table.ref} ADD COLUMN N BIGINT")
     with pytest.raises(DeltaAnalysisException, match="as NOT NULL"):
         spark.sql(f"ALTER TABLE {table.ref} ADD COLUMNS (m INT NOT NULL)")
+    with pytest.raises(DeltaUnsupportedOperationException, match="FIRST/AFTER is not supported"):
+        spark.sql(f"ALTER TABLE {table.ref} ADD COLUMNS (first INT AFTER id)")
     assert _operations(spark, table.ref)[1:] == ["ADD COLUMNS", "UPDATE"]
 
 
@@ -445,6 +447,11 @@ def test_time_travel_in_queries(spark: Any, table: Table) -> None:
     assert sorted(r.id for r in joined.collect()) == [3, 4]
     with pytest.raises(VersionNotFoundError):
         spark.sql(f"SELECT * FROM {table.ref} VERSION AS OF 9").collect()
+
+
+def test_time_travel_on_a_path_without_a_table(spark: Any, tmp_path: Path) -> None:
+    with pytest.raises(DeltaTableNotFoundError, match="missing"):
+        spark.sql(f"SELECT * FROM delta.`{tmp_path / 'missing'}` VERSION AS OF 0").collect()
 
 
 @pytest.mark.parametrize("table", ["name", "catalog"], indirect=True)
