@@ -375,7 +375,7 @@ def _merge(p: _Parser) -> Statement:
         alias = source_alias or (source.parts[-1] if source and not source.delta_path else None)
         if alias:
             src = src.alias(alias)
-        t_alias = target_alias or (None if target.delta_path else target.parts[-1])
+        t_alias = target_alias or _own_name(target)
         builder = DeltaTable(spark, path, t_alias).merge(src, condition)
         if evolve:
             builder = builder.withSchemaEvolution()
@@ -447,15 +447,27 @@ def _add_clause(builder: Any, when: str, action: str, cond: str | None, payload:
     return builder.whenNotMatchedBySourceUpdate(cond, payload)
 
 
-def _alias_refusal(p: _Parser, statement: str, *stops: str) -> str | None:
-    """Why ``statement``'s table alias cannot be used (raised once the table is known to be
-    a Delta table: on another format Spark answers the statement itself)."""
-    if p.alias(*stops) is None:
-        return None
-    return (
-        f"{statement} with a table alias is not supported yet: write the condition with the "
-        "table's column names"
-    )
+def _without_qualifier(text: str | None, qualifier: str | None) -> str | None:
+    """``text`` with ``qualifier.`` dropped where it heads a column reference (``t.id`` ->
+    ``id``): UPDATE and DELETE evaluate their expressions over the table's rows, which carry
+    no alias. Quoted strings are left alone."""
+    if text is None or not qualifier:
+        return text
+    tokens = _tokens(text)
+    out, last = [], 0
+    for i, token in enumerate(tokens[:-2]):
+        heads = i == 0 or tokens[i - 1].text != "."
+        if (
+            heads
+            and token.kind in ("word", "ident")
+            and _unquote(token).lower() == qualifier.lower()
+            and tokens[i + 1].text == "."
+            and tokens[i + 2].kind in ("word", "ident")
+        ):
+            out.append(text[last : token.start])
+            last = tokens[i + 1].end
+    out.append(text[last:])
+    return "".join(out)
 
 
 def _where(p: _Parser, *stops: str) -> str | None:
@@ -466,29 +478,37 @@ def _where(p: _Parser, *stops: str) -> str | None:
 
 def _update(p: _Parser) -> Statement:
     table = p.table()
-    refusal = _alias_refusal(p, "UPDATE", "SET")
+    qualifier = p.alias("SET") or _own_name(table)
     p.expect("SET", what="SET in UPDATE")
     assignments = _assignments(p.text_until("WHERE", what="assignments after SET"), "UPDATE")
-    condition = _where(p)
+    condition = _without_qualifier(_where(p), qualifier)
     p.end()
+    values = {
+        key: _without_qualifier(value, qualifier) or value
+        for key, value in _unqualified(assignments, qualifier).items()
+    }
 
     def run(spark: SparkSession, path: str) -> DataFrame:
-        own_name = None if table.delta_path else table.parts[-1]
-        return DeltaTable(spark, path).update(condition, _unqualified(assignments, own_name))
+        return DeltaTable(spark, path).update(condition, values)
 
-    return Statement("UPDATE", table, _AFFECTED, run, spark_knows=True, refusal=refusal)
+    return Statement("UPDATE", table, _AFFECTED, run, spark_knows=True)
+
+
+def _own_name(table: TableRef) -> str | None:
+    """The name a statement's columns may be qualified with when it gives no alias."""
+    return None if table.delta_path else table.parts[-1]
 
 
 def _delete(p: _Parser) -> Statement:
     table = p.table()
-    refusal = _alias_refusal(p, "DELETE", "WHERE")
-    condition = _where(p)
+    qualifier = p.alias("WHERE") or _own_name(table)
+    condition = _without_qualifier(_where(p), qualifier)
     p.end()
 
     def run(spark: SparkSession, path: str) -> DataFrame:
         return DeltaTable(spark, path).delete(condition)
 
-    return Statement("DELETE", table, _AFFECTED, run, spark_knows=True, refusal=refusal)
+    return Statement("DELETE", table, _AFFECTED, run, spark_knows=True)
 
 
 def _history(p: _Parser) -> Statement:

@@ -242,10 +242,18 @@ def test_malformed_statements_say_what_was_expected(
     assert _version(path) == 0
 
 
-def test_update_with_an_alias_is_refused_by_name(spark: Any, table: Table) -> None:
-    with pytest.raises(DeltaUnsupportedOperationException, match="UPDATE with a table alias"):
-        spark.sql(f"UPDATE {table.ref} AS x SET v = 1 WHERE x.id = 1")
-    assert _version(table.path) == 0
+def test_update_and_delete_with_an_alias(spark: Any, table: Table) -> None:
+    # the string 'x.id' is not a column reference: it keeps its qualifier
+    spark.sql(f"UPDATE {table.ref} AS x SET x.v = x.v + 1 WHERE x.id = 1 AND 'x.id' <> 'id'")
+    spark.sql(f"DELETE FROM {table.ref} x WHERE x.id = 2")
+    assert _rows(spark, table.path) == [(0, 0), (1, 11), (3, 30), (4, 40)]
+
+
+@pytest.mark.parametrize("table", ["name", "catalog"], indirect=True)
+def test_update_and_delete_qualified_by_the_table_name(spark: Any, table: Table) -> None:
+    spark.sql(f"UPDATE {table.ref} SET {table.ref}.v = 7 WHERE {table.ref}.id = 0")
+    spark.sql(f"DELETE FROM {table.ref} WHERE {table.ref}.id = 4")
+    assert _rows(spark, table.path) == [(0, 7), (1, 10), (2, 20), (3, 30)]
 
 
 # ---------------------------------------------------------------------- utilities
