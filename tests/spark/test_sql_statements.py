@@ -108,8 +108,10 @@ def test_update_without_where_sets_every_row(spark: Any, table: Table) -> None:
 
 
 def test_delete(spark: Any, table: Table) -> None:
-    result = spark.sql(f"DELETE FROM {table.ref} WHERE id IN (1, 3)").collect()
-    assert [tuple(r) for r in result] == [(2,)]
+    result = spark.sql(f"DELETE FROM {table.ref} WHERE id IN (1, 3)")
+    assert [tuple(r) for r in result.collect()] == [(2,)]
+    assert result.count() == 1  # the statement ran once, when spark.sql returned
+    assert _version(table.path) == 1
     assert _rows(spark, table.path) == [(0, 0), (2, 20), (4, 40)]
     operations = _operations(spark, table.ref)
     assert len(operations) == 2 and operations[-1] == "DELETE"
@@ -334,6 +336,19 @@ def test_convert_to_delta(spark: Any, tmp_path: Path) -> None:
     assert _operations(spark, f"delta.`{path}`") == ["CONVERT"]
 
 
+def test_convert_by_name_is_refused(spark: Any) -> None:
+    with pytest.raises(DeltaAnalysisException, match="converting catalog tables by name"):
+        spark.sql("CONVERT TO DELTA some_parquet_table")
+
+
+def test_a_string_names_a_path(spark: Any, tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    spark.range(3).write.format("delta").save(path)
+    history = spark.sql(f"DESCRIBE HISTORY '{path}'").collect()
+    assert [r.operation for r in history] == ["WRITE"]
+    assert spark.sql(f"VACUUM '{path}' DRY RUN").collect() == []
+
+
 def test_clone(spark: Any, table: Table, tmp_path: Path) -> None:
     spark.sql(f"DELETE FROM {table.ref} WHERE id = 4")
     shallow = str(tmp_path / "shallow")
@@ -482,6 +497,8 @@ def test_other_statements_stay_sparks(spark: Any, tmp_path: Path) -> None:
         spark.catalog.dropTempView("sql_clone_view")
     spark.range(3).write.format("parquet").saveAsTable("sql_parquet_table")
     try:
+        with pytest.raises(DeltaAnalysisException, match="DESCRIBE HISTORY needs a Delta table"):
+            spark.sql("DESCRIBE HISTORY sql_parquet_table")
         with pytest.raises(Exception, match="UPDATE TABLE is not supported temporarily") as err:
             spark.sql("UPDATE sql_parquet_table SET id = 1")
         assert not isinstance(err.value, DeltaAnalysisException)
