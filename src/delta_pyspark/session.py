@@ -58,13 +58,21 @@ def _enable_planner_on_create(builder: SparkSession.Builder) -> None:
     @functools.wraps(original)
     def get_or_create() -> SparkSession:
         session = original()
-        if planner.enable(session):
-            from delta_pyspark import sql  # the API module over ``tables`` (imports this one)
-
-            sql.enable(session)
+        _enable(session)
         return session
 
     builder.getOrCreate = get_or_create  # type: ignore[method-assign]
+
+
+def _enable(spark: SparkSession) -> bool:
+    """Register the planner's callback and the SQL statements' with the session's JVM
+    (idempotent); False when the session cannot read through the planner."""
+    if not planner.enable(spark):
+        return False
+    from delta_pyspark import sql  # the API module over ``tables``, which imports this one
+
+    sql.enable(spark)
+    return True
 
 
 def _state(obj: Any) -> dict[str, Any]:
@@ -84,7 +92,7 @@ def load_table(spark: SparkSession, path: str, options: dict[str, str]) -> DataF
     through Spark's planner, or (features it does not support yet, a session without the
     JVM helper) as a scan of the snapshot resolved now."""
     snapshot, pinned = planner.TABLES.resolve(path, options, session_time_zone(spark))
-    if planner.unsupported_reason(snapshot) is None and planner.enable(spark):
+    if planner.unsupported_reason(snapshot) is None and _enable(spark):
         if pinned:
             planner.check_files_exist(snapshot)
         return planner.load(spark, path, options)

@@ -360,6 +360,9 @@ def test_clone(spark: Any, table: Table, tmp_path: Path) -> None:
     again = spark.sql(f"CREATE TABLE IF NOT EXISTS delta.`{shallow}` CLONE {table.ref}")
     assert again.collect()[0].source_num_of_files == 0
     assert _version(shallow) == 0
+    spark.sql(f"CREATE OR REPLACE TABLE delta.`{shallow}` SHALLOW CLONE {table.ref}")
+    assert _version(shallow) == 1
+    assert _rows(spark, shallow) == [(i, 10 * i) for i in range(4)]
     name = f"sql_clone{next(_names)}"
     try:
         spark.sql(f"CREATE TABLE {name} DEEP CLONE {table.ref}")
