@@ -27,7 +27,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NoReturn
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -147,7 +147,7 @@ class _Parser:
         if not self.done():
             self.fail("the end of the statement")
 
-    def fail(self, expected: str) -> None:
+    def fail(self, expected: str) -> NoReturn:
         token = self.peek()
         found = f"{token.text!r} at position {token.start}" if token else "the end"
         raise DeltaParseException(f"expected {expected}, found {found} in: {self.sql.strip()}")
@@ -160,7 +160,6 @@ class _Parser:
             return TableRef(("delta", _unquote(first)), first.text)
         if first is None or first.kind not in ("word", "ident"):
             self.fail("a table name or delta.`path`")
-        assert first is not None
         parts = [_unquote(first)]
         self.pos += 1
         last = first
@@ -174,7 +173,6 @@ class _Parser:
         token = self.peek()
         if token is None or token.kind not in ("word", "ident"):
             self.fail(what)
-        assert token is not None
         self.pos += 1
         return _unquote(token)
 
@@ -182,7 +180,6 @@ class _Parser:
         token = self.peek()
         if token is None or token.kind != "number" or not token.text.isdigit():
             self.fail(what)
-        assert token is not None
         self.pos += 1
         return int(token.text)
 
@@ -191,7 +188,6 @@ class _Parser:
         token = self.peek()
         if token is None or token.kind not in ("string", "number"):
             self.fail(what)
-        assert token is not None
         self.pos += 1
         return _unquote(token)
 
@@ -242,7 +238,6 @@ class _Parser:
                 if depth == 0:
                     return self.sql[open_token.end : token.start].strip()
         self.fail(f"')' closing {what}")
-        return ""
 
 
 def _split_top(text: str, separator: str = ",") -> list[str]:
