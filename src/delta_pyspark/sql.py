@@ -847,7 +847,8 @@ def _existing(path: str, ref: TableRef) -> str:
 
 def resolve(spark: SparkSession, ref: TableRef) -> tuple[str, str | None]:
     """``("delta", path)`` for a Delta table, ``("other", None)`` for a table or view of
-    another kind Spark knows, ``("missing", looked-in)`` for a name nothing answers to."""
+    another kind in the session catalog, ``("foreign", None)`` for a table of another catalog
+    (Spark's to resolve), ``("missing", looked-in)`` for a name nothing answers to."""
     path = ref.delta_path
     if path is not None:
         return ("delta", path) if DeltaLog(path).is_delta_table() else ("missing", path)
@@ -855,7 +856,7 @@ def resolve(spark: SparkSession, ref: TableRef) -> tuple[str, str | None]:
     if len(parts) == 3 and parts[0].lower() == "spark_catalog":
         parts = parts[1:]
     if len(parts) > 2:
-        return "other", None  # another catalog's table: Spark's to resolve
+        return "foreign", None
     jvm: Any = spark._jvm
     jsession = spark._jsparkSession
     catalog = jsession.sessionState().catalog()
@@ -889,7 +890,7 @@ def _target(spark: SparkSession, statement: Statement) -> str | None:
         raise DeltaTableNotFoundError(
             f"{statement.kind}: table {ref.text} not found or not a Delta table{where}"
         )
-    if statement.spark_knows:
+    if statement.spark_knows or kind == "foreign":
         return None
     raise DeltaAnalysisException(
         f"{statement.kind} needs a Delta table, and {ref.text} is not a Delta table"

@@ -491,6 +491,13 @@ def test_time_travel_qualifies_columns_by_the_table_name(spark: Any, table: Tabl
 
 def test_other_statements_stay_sparks(spark: Any, tmp_path: Path) -> None:
     assert spark.sql("SELECT 1 AS one").collect()[0].one == 1
+    # another catalog's table is Spark's to resolve, even in MERGE
+    with pytest.raises(AnalysisException, match="sql_other_catalog") as caught:
+        spark.sql(
+            "MERGE INTO sql_other_catalog.db.t USING (SELECT 1 AS id) s ON t.id = s.id "
+            "WHEN MATCHED THEN DELETE"
+        )
+    assert not isinstance(caught.value, DeltaAnalysisException)
     spark.sql("CREATE TEMP VIEW sql_clone_view AS SELECT 'CLONE' AS c")
     try:
         assert spark.sql("SELECT c FROM sql_clone_view").collect()[0].c == "CLONE"
