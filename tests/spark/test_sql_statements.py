@@ -520,3 +520,21 @@ def test_other_statements_stay_sparks(spark: Any, tmp_path: Path) -> None:
         assert spark.table("sql_parquet_table").count() == 3
     finally:
         spark.sql("DROP TABLE sql_parquet_table")
+
+
+def test_statements_run_in_the_session_that_issued_them(spark: Any, tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    spark.range(3).selectExpr("id", "id AS v").write.format("delta").save(path)
+    other = spark.newSession()
+    other.createDataFrame([(1, 100)], "id long, v long").createOrReplaceTempView("sql_only_there")
+    other.sql(
+        f"MERGE INTO delta.`{path}` t USING sql_only_there s ON t.id = s.id "
+        "WHEN MATCHED THEN UPDATE SET v = s.v"
+    )
+    assert _rows(spark, path) == [(0, 0), (1, 100), (2, 2)]
+    with pytest.raises(DeltaTableNotFoundError, match="table sql_only_there not found"):
+        spark.sql(
+            f"MERGE INTO delta.`{path}` t USING sql_only_there s ON t.id = s.id "
+            "WHEN MATCHED THEN DELETE"
+        )
+    assert _version(path) == 1
