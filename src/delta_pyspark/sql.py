@@ -203,16 +203,16 @@ class _Parser:
 
     def text_until(self, *stops: str, what: str) -> str:
         """The source text up to (not including) the first of the keywords ``stops`` outside
-        parentheses, or to the end; never empty."""
+        parentheses and CASE ... END, or to the end; never empty."""
         start = self.pos
         depth = 0
         while not self.done():
             token = self.tokens[self.pos]
             if depth == 0 and (token.is_word(*stops) or (token.text == ";" and self._last())):
                 break
-            if token.text in ("(", "["):
+            if token.text in ("(", "[") or token.is_word("CASE"):
                 depth += 1
-            elif token.text in (")", "]"):
+            elif token.text in (")", "]") or token.is_word("END"):
                 depth -= 1
             self.pos += 1
         if self.pos == start:

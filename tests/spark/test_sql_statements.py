@@ -145,6 +145,18 @@ def test_merge_with_every_clause(spark: Any, table: Table) -> None:
     assert history.operationMetrics["numTargetRowsInserted"] == "1"
 
 
+def test_merge_expressions_with_case_when(spark: Any, table: Table) -> None:
+    spark.sql(
+        f"""MERGE INTO {table.ref} t
+        USING (SELECT id, id * 100 AS v FROM range(6)) s
+        ON t.id = CASE WHEN s.id = 5 THEN -1 ELSE s.id END
+        WHEN MATCHED AND CASE WHEN s.id > 2 THEN true ELSE false END THEN
+          UPDATE SET v = CASE WHEN s.id = 3 THEN 0 ELSE s.v END
+        WHEN NOT MATCHED THEN INSERT (id, v) VALUES (s.id, CASE WHEN true THEN 1 END)"""
+    )
+    assert _rows(spark, table.path) == [(0, 0), (1, 10), (2, 20), (3, 0), (4, 400), (5, 1)]
+
+
 def test_merge_star_from_a_table_named_by_its_name(
     spark: Any, table: Table, tmp_path: Path
 ) -> None:
