@@ -550,3 +550,38 @@ def test_statements_run_in_the_session_that_issued_them(spark: Any, tmp_path: Pa
             "WHEN MATCHED THEN DELETE"
         )
     assert _version(path) == 1
+
+
+# ---------------------------------------------------------------------- the parser alone
+
+
+def test_conditions_and_values_keep_the_users_text() -> None:
+    from delta_pyspark.sql import _merge_clause, _Parser, parse
+
+    statement = parse(
+        "MERGE INTO db.`my.table` AS t USING `src` ON t.k = s.k AND s.note <> 'WHEN' "
+        "WHEN MATCHED AND s.x IN (1, 2) THEN UPDATE SET t.`a b` = concat(s.a, ', ') ;"
+    )
+    assert statement is not None and statement.table is not None
+    assert statement.table.parts == ("db", "my.table")
+    p = _Parser("MATCHED AND s.x IN (1, 2) THEN UPDATE SET t.`a b` = concat(s.a, ', ') , c = 1")
+    assert _merge_clause(p) == (
+        "matched",
+        "update",
+        "s.x IN (1, 2)",
+        {"t.a b": "concat(s.a, ', ')", "c": "1"},
+    )
+
+
+def test_statements_that_are_not_deltas_parse_to_none() -> None:
+    from delta_pyspark.sql import parse
+
+    for sql in (
+        "DESCRIBE history",
+        "DESCRIBE TABLE t",
+        "CREATE TABLE t (a INT) USING delta COMMENT 'no CLONE here'",
+        "CREATE VIEW v AS SELECT 'CLONE'",
+        "DELETE t",
+        "SHOW TABLES",
+    ):
+        assert parse(sql) is None, sql
