@@ -12,9 +12,9 @@ table is rewritten by the parser into the read options ``planner.time_travel`` r
 the table's path from ``DeltaCommands.timeTravel``.
 
 Conditions, assignments and values are handed to the Python API as the user's SQL text, cut
-out of the statement by a tokenizer aware of quotes, backticks and parentheses, so Spark
-parses each expression as written. Errors raised here reach the user as the same typed
-exception (``planner._answer_error``'s tokens).
+out of the statement by ``sql_text``'s tokenizer (aware of quotes, backticks, parentheses),
+so Spark parses each expression as written. Errors raised here reach the user as the same
+typed exception (``planner._answer_error``'s tokens).
 
 Table names resolve as delta-spark's: ``delta.`path``` is a path; a name is looked up in the
 session catalog (its location), and a name the catalog does not know falls back to where
@@ -24,10 +24,9 @@ session catalog (its location), and a name the catalog does not know falls back 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar, NoReturn
+from typing import Any, ClassVar
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -44,231 +43,19 @@ from delta_pyspark.spark.catalog import table_location
 from delta_pyspark.spark.jvm_extension import helper_class
 from delta_pyspark.spark.optimize import METRICS_DDL
 from delta_pyspark.spark.planner import _answer_error
-from delta_pyspark.tables import DETAIL_DDL, HISTORY_DDL, DeltaTable
-
-# ---------------------------------------------------------------------- tokens
-
-_TOKEN = re.compile(
-    r"""
-    (?P<space>\s+|--[^\n]*|/\*.*?\*/)
-  | (?P<string>'(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.|"")*")
-  | (?P<ident>`(?:[^`]|``)*`)
-  | (?P<number>\d+(?:\.\d*)?(?:[eE][+-]?\d+)?[A-Za-z]*)
-  | (?P<word>[A-Za-z_][A-Za-z0-9_]*)
-  | (?P<punct><=>|<=|>=|<>|!=|==|\|\||::|.)
-    """,
-    re.VERBOSE | re.DOTALL,
+from delta_pyspark.sql_text import (
+    StatementParser,
+    TableRef,
+    parse_assignments,
+    parse_keys,
+    parse_properties,
+    split_top,
+    tokenize,
+    unqualified,
+    unquote,
+    without_qualifier,
 )
-
-
-@dataclass(frozen=True)
-class _Token:
-    kind: str  # string | ident | number | word | punct
-    text: str
-    start: int
-    end: int
-
-    def is_word(self, *words: str) -> bool:
-        return self.kind == "word" and self.text.upper() in words
-
-
-def _tokens(sql: str) -> list[_Token]:
-    out = []
-    for m in _TOKEN.finditer(sql):
-        kind = m.lastgroup or "punct"
-        if kind != "space":
-            out.append(_Token(kind, m.group(), m.start(), m.end()))
-    return out
-
-
-def _unquote(token: _Token) -> str:
-    if token.kind == "ident":
-        return token.text[1:-1].replace("``", "`")
-    if token.kind == "string":
-        quote = token.text[0]
-        body = token.text[1:-1].replace(quote * 2, quote)
-        return re.sub(r"\\(.)", r"\1", body)
-    return token.text
-
-
-@dataclass(frozen=True)
-class TableRef:
-    """A table as the statement names it: ``delta.`path``` or a (multipart) name."""
-
-    parts: tuple[str, ...]
-    text: str  # as written, for messages
-
-    @property
-    def delta_path(self) -> str | None:
-        if len(self.parts) == 2 and self.parts[0].lower() == "delta":
-            return self.parts[1]
-        return None
-
-
-class _Parser:
-    """Recursive descent over the tokens of one statement, keeping the source text."""
-
-    def __init__(self, sql: str) -> None:
-        self.sql = sql
-        self.tokens = _tokens(sql)
-        self.pos = 0
-
-    # -- looking
-    def peek(self, offset: int = 0) -> _Token | None:
-        i = self.pos + offset
-        return self.tokens[i] if i < len(self.tokens) else None
-
-    def at(self, *words: str) -> bool:
-        """Whether the next tokens are ``words`` (keywords, any case; punctuation as is)."""
-        for offset, word in enumerate(words):
-            token = self.peek(offset)
-            if token is None:
-                return False
-            if not (token.is_word(word) or (token.kind == "punct" and token.text == word)):
-                return False
-        return True
-
-    def accept(self, *words: str) -> bool:
-        if self.at(*words):
-            self.pos += len(words)
-            return True
-        return False
-
-    def expect(self, *words: str, what: str | None = None) -> None:
-        if not self.accept(*words):
-            self.fail(what or " ".join(words))
-
-    def done(self) -> bool:
-        return self.pos >= len(self.tokens)
-
-    def end(self) -> None:
-        if self.accept(";") and self.done():
-            return
-        if not self.done():
-            self.fail("the end of the statement")
-
-    def fail(self, expected: str) -> NoReturn:
-        token = self.peek()
-        found = f"{token.text!r} at position {token.start}" if token else "the end"
-        raise DeltaParseException(f"expected {expected}, found {found} in: {self.sql.strip()}")
-
-    # -- pieces
-    def table(self) -> TableRef:
-        first = self.peek()
-        if first is not None and first.kind == "string":  # VACUUM '/path', as delta-spark
-            self.pos += 1
-            return TableRef(("delta", _unquote(first)), first.text)
-        if first is None or first.kind not in ("word", "ident"):
-            self.fail("a table name or delta.`path`")
-        parts = [_unquote(first)]
-        self.pos += 1
-        last = first
-        while self.at(".") and (nxt := self.peek(1)) is not None and nxt.kind in ("word", "ident"):
-            parts.append(_unquote(nxt))
-            last = nxt
-            self.pos += 2
-        return TableRef(tuple(parts), self.sql[first.start : last.end])
-
-    def identifier(self, what: str) -> str:
-        token = self.peek()
-        if token is None or token.kind not in ("word", "ident"):
-            self.fail(what)
-        self.pos += 1
-        return _unquote(token)
-
-    def integer(self, what: str) -> int:
-        token = self.peek()
-        if token is None or token.kind != "number" or not token.text.isdigit():
-            self.fail(what)
-        self.pos += 1
-        return int(token.text)
-
-    def literal(self, what: str) -> str:
-        """A string or number literal's value."""
-        token = self.peek()
-        if token is None or token.kind not in ("string", "number"):
-            self.fail(what)
-        self.pos += 1
-        return _unquote(token)
-
-    def alias(self, *stops: str) -> str | None:
-        """``[AS] alias``, unless the next word is one of ``stops``."""
-        if self.accept("AS"):
-            return self.identifier("an alias after AS")
-        token = self.peek()
-        if token is not None and token.kind in ("word", "ident") and not token.is_word(*stops):
-            self.pos += 1
-            return _unquote(token)
-        return None
-
-    def text_until(self, *stops: str, what: str) -> str:
-        """The source text up to (not including) the first of the keywords ``stops`` outside
-        parentheses and CASE ... END, or to the end; never empty."""
-        start = self.pos
-        depth = 0
-        while not self.done():
-            token = self.tokens[self.pos]
-            if depth == 0 and (token.is_word(*stops) or (token.text == ";" and self._last())):
-                break
-            if token.text in ("(", "[") or token.is_word("CASE"):
-                depth += 1
-            elif token.text in (")", "]") or token.is_word("END"):
-                depth -= 1
-            self.pos += 1
-        if self.pos == start:
-            self.fail(what)
-        return self.sql[self.tokens[start].start : self.tokens[self.pos - 1].end].strip()
-
-    def _last(self) -> bool:
-        return self.pos == len(self.tokens) - 1
-
-    def group(self, what: str) -> str:
-        """The text inside the parentheses that follow (moving past them)."""
-        if not self.at("("):
-            self.fail(what)
-        open_token = self.tokens[self.pos]
-        depth = 0
-        while not self.done():
-            token = self.tokens[self.pos]
-            self.pos += 1
-            if token.text == "(":
-                depth += 1
-            elif token.text == ")":
-                depth -= 1
-                if depth == 0:
-                    return self.sql[open_token.end : token.start].strip()
-        self.fail(f"')' closing {what}")
-
-
-def _split_top(text: str, separator: str = ",") -> list[str]:
-    """``text`` split at ``separator`` tokens outside parentheses and brackets."""
-    parts, depth, start = [], 0, 0
-    for token in _tokens(text):
-        if token.text in ("(", "["):
-            depth += 1
-        elif token.text in (")", "]"):
-            depth -= 1
-        elif depth == 0 and token.kind == "punct" and token.text == separator:
-            parts.append(text[start : token.start].strip())
-            start = token.end
-    parts.append(text[start:].strip())
-    return [p for p in parts if p]
-
-
-def _assignments(text: str, statement: str) -> dict[str, str]:
-    """``col = expr, ...`` as column -> expression text (verbatim)."""
-    out: dict[str, str] = {}
-    for item in _split_top(text):
-        tokens = _tokens(item)
-        eq = next((t for t in tokens if t.kind == "punct" and t.text == "="), None)
-        if eq is None or eq.start == 0 or not item[eq.end :].strip():
-            raise DeltaParseException(
-                f"expected column = expression in the SET list of {statement}, found {item!r}"
-            )
-        column = ".".join(_unquote(t) for t in _tokens(item[: eq.start]) if t.text != ".")
-        out[column] = item[eq.end :].strip()
-    return out
-
+from delta_pyspark.tables import DETAIL_DDL, HISTORY_DDL, DeltaTable
 
 # ---------------------------------------------------------------------- statements
 
@@ -304,7 +91,7 @@ _CLONE_DDL = ", ".join(f"{column} long" for _, column in _CLONE_COLUMNS)
 
 def parse(sql: str) -> Statement | None:
     """The Delta statement ``sql`` is, or None when it is none of Delta's (Spark's then)."""
-    p = _Parser(sql)
+    p = StatementParser(sql)
     if p.accept("MERGE"):
         return _merge(p)
     if p.accept("UPDATE"):
@@ -340,7 +127,7 @@ def parse(sql: str) -> Statement | None:
     return None
 
 
-def _merge(p: _Parser) -> Statement:
+def _merge(p: StatementParser) -> Statement:
     evolve = p.accept("WITH", "SCHEMA", "EVOLUTION")
     p.expect("INTO", what="INTO after MERGE")
     target = p.table()
@@ -375,14 +162,14 @@ def _merge(p: _Parser) -> Statement:
         if evolve:
             builder = builder.withSchemaEvolution()
         for when, action, cond, payload in clauses:
-            columns = _unqualified(payload, t_alias) if payload else payload
+            columns = unqualified(payload, t_alias) if payload else payload
             builder = _add_clause(builder, when, action, cond, columns)
         return builder.execute()
 
     return Statement("MERGE", target, _MERGE_COLUMNS, run)
 
 
-def _merge_clause(p: _Parser) -> tuple[str, str, str | None, Any]:
+def _merge_clause(p: StatementParser) -> tuple[str, str, str | None, Any]:
     if p.accept("MATCHED"):
         when = "matched"
     elif p.accept("NOT", "MATCHED"):
@@ -397,9 +184,9 @@ def _merge_clause(p: _Parser) -> tuple[str, str, str | None, Any]:
         p.expect("INSERT", what="INSERT in a WHEN NOT MATCHED clause")
         if p.accept("*"):
             return when, "insertAll", cond, None
-        columns = [c.strip().strip("`") for c in _split_top(p.group("the INSERT column list"))]
+        columns = [c.strip().strip("`") for c in split_top(p.group("the INSERT column list"))]
         p.expect("VALUES", what="VALUES after the INSERT column list")
-        values = _split_top(p.group("the INSERT values"))
+        values = split_top(p.group("the INSERT values"))
         if len(columns) != len(values) or not columns:
             raise DeltaParseException(
                 f"INSERT in MERGE names {len(columns)} columns but gives {len(values)} values"
@@ -412,18 +199,12 @@ def _merge_clause(p: _Parser) -> tuple[str, str, str | None, Any]:
         if when != "matched":
             p.fail("column = expression (UPDATE SET * needs a source row)")
         return when, "updateAll", cond, None
-    return when, "update", cond, _assignments(p.text_until("WHEN", what="assignments"), "MERGE")
-
-
-def _unqualified(assignments: dict[str, str], qualifier: str | None) -> dict[str, str]:
-    """Assignment keys without the target's alias or name (``SET t.v = ...`` sets ``v``)."""
-    if not qualifier:
-        return assignments
-    prefix = qualifier.lower() + "."
-    return {
-        (key[len(prefix) :] if key.lower().startswith(prefix) else key): value
-        for key, value in assignments.items()
-    }
+    return (
+        when,
+        "update",
+        cond,
+        parse_assignments(p.text_until("WHEN", what="assignments"), "MERGE"),
+    )
 
 
 def _add_clause(builder: Any, when: str, action: str, cond: str | None, payload: Any) -> Any:
@@ -442,45 +223,22 @@ def _add_clause(builder: Any, when: str, action: str, cond: str | None, payload:
     return builder.whenNotMatchedBySourceUpdate(cond, payload)
 
 
-def _without_qualifier(text: str | None, qualifier: str | None) -> str | None:
-    """``text`` with ``qualifier.`` dropped where it heads a column reference (``t.id`` ->
-    ``id``): UPDATE and DELETE evaluate their expressions over the table's rows, which carry
-    no alias. Quoted strings are left alone."""
-    if text is None or not qualifier:
-        return text
-    tokens = _tokens(text)
-    out, last = [], 0
-    for i, token in enumerate(tokens[:-2]):
-        heads = i == 0 or tokens[i - 1].text != "."
-        if (
-            heads
-            and token.kind in ("word", "ident")
-            and _unquote(token).lower() == qualifier.lower()
-            and tokens[i + 1].text == "."
-            and tokens[i + 2].kind in ("word", "ident")
-        ):
-            out.append(text[last : token.start])
-            last = tokens[i + 1].end
-    out.append(text[last:])
-    return "".join(out)
-
-
-def _where(p: _Parser, *stops: str) -> str | None:
+def _where(p: StatementParser, *stops: str) -> str | None:
     if p.accept("WHERE"):
         return p.text_until(*stops, what="a condition after WHERE")
     return None
 
 
-def _update(p: _Parser) -> Statement:
+def _update(p: StatementParser) -> Statement:
     table = p.table()
     qualifier = p.alias("SET") or _own_name(table)
     p.expect("SET", what="SET in UPDATE")
-    assignments = _assignments(p.text_until("WHERE", what="assignments after SET"), "UPDATE")
-    condition = _without_qualifier(_where(p), qualifier)
+    assignments = parse_assignments(p.text_until("WHERE", what="assignments after SET"), "UPDATE")
+    condition = without_qualifier(_where(p), qualifier)
     p.end()
     values = {
-        key: _without_qualifier(value, qualifier) or value
-        for key, value in _unqualified(assignments, qualifier).items()
+        key: without_qualifier(value, qualifier) or value
+        for key, value in unqualified(assignments, qualifier).items()
     }
 
     def run(spark: SparkSession, path: str) -> DataFrame:
@@ -494,10 +252,10 @@ def _own_name(table: TableRef) -> str | None:
     return None if table.delta_path else table.parts[-1]
 
 
-def _delete(p: _Parser) -> Statement:
+def _delete(p: StatementParser) -> Statement:
     table = p.table()
     qualifier = p.alias("WHERE") or _own_name(table)
-    condition = _without_qualifier(_where(p), qualifier)
+    condition = without_qualifier(_where(p), qualifier)
     p.end()
 
     def run(spark: SparkSession, path: str) -> DataFrame:
@@ -506,7 +264,7 @@ def _delete(p: _Parser) -> Statement:
     return Statement("DELETE", table, _AFFECTED, run, spark_knows=True)
 
 
-def _history(p: _Parser) -> Statement:
+def _history(p: StatementParser) -> Statement:
     table = p.table()
     limit = p.integer("a row count after LIMIT") if p.accept("LIMIT") else None
     p.end()
@@ -517,7 +275,7 @@ def _history(p: _Parser) -> Statement:
     return Statement("DESCRIBE HISTORY", table, HISTORY_DDL, run)
 
 
-def _detail(p: _Parser) -> Statement:
+def _detail(p: StatementParser) -> Statement:
     table = p.table()
     p.end()
 
@@ -527,13 +285,13 @@ def _detail(p: _Parser) -> Statement:
     return Statement("DESCRIBE DETAIL", table, DETAIL_DDL, run)
 
 
-def _optimize(p: _Parser) -> Statement:
+def _optimize(p: StatementParser) -> Statement:
     table = p.table()
     condition = _where(p, "ZORDER")
     zorder: list[str] = []
     if p.accept("ZORDER", "BY"):
         text = p.group("the ZORDER BY columns") if p.at("(") else p.text_until(what="columns")
-        zorder = [c.strip() for c in _split_top(text)]
+        zorder = [c.strip() for c in split_top(text)]
     p.end()
 
     def run(spark: SparkSession, path: str) -> DataFrame:
@@ -545,7 +303,7 @@ def _optimize(p: _Parser) -> Statement:
     return Statement("OPTIMIZE", table, METRICS_DDL, run)
 
 
-def _vacuum(p: _Parser) -> Statement:
+def _vacuum(p: StatementParser) -> Statement:
     table = p.table()
     hours: float | None = None
     dry_run = False
@@ -569,7 +327,7 @@ def _vacuum(p: _Parser) -> Statement:
     return Statement("VACUUM", table, "path string", run)
 
 
-def _restore(p: _Parser) -> Statement:
+def _restore(p: StatementParser) -> Statement:
     p.accept("TABLE")
     table = p.table()
     p.accept("TO")
@@ -587,7 +345,7 @@ def _restore(p: _Parser) -> Statement:
     return Statement("RESTORE", table, columns, run)
 
 
-def _as_of(p: _Parser, required: bool) -> tuple[int | None, str | None]:
+def _as_of(p: StatementParser, required: bool) -> tuple[int | None, str | None]:
     if p.accept("VERSION", "AS", "OF"):
         return p.integer("a version number after VERSION AS OF"), None
     if p.accept("TIMESTAMP", "AS", "OF"):
@@ -597,7 +355,7 @@ def _as_of(p: _Parser, required: bool) -> tuple[int | None, str | None]:
     return None, None
 
 
-def _convert(p: _Parser) -> Statement:
+def _convert(p: StatementParser) -> Statement:
     source = p.table()
     if p.accept("NO", "STATISTICS"):
         raise DeltaUnsupportedOperationException(
@@ -616,7 +374,7 @@ def _convert(p: _Parser) -> Statement:
     return Statement("CONVERT TO DELTA", None, "", run)
 
 
-def _clone(p: _Parser) -> Statement | None:
+def _clone(p: StatementParser) -> Statement | None:
     p.expect("CREATE")
     replace = p.accept("OR", "REPLACE")
     if not p.accept("TABLE"):
@@ -636,7 +394,7 @@ def _clone(p: _Parser) -> Statement | None:
     location: str | None = None
     while not p.done() and not p.at(";"):
         if p.accept("TBLPROPERTIES"):
-            properties.update(_properties(p.group("the TBLPROPERTIES list")))
+            properties.update(parse_properties(p.group("the TBLPROPERTIES list")))
         elif p.accept("LOCATION"):
             location = p.literal("a path after LOCATION")
         else:
@@ -671,25 +429,7 @@ def _clone(p: _Parser) -> Statement | None:
     return Statement("CLONE", source, _CLONE_DDL, run)
 
 
-def _properties(text: str) -> dict[str, str]:
-    """``'k' = 'v', k.x = v`` to a dict (keys and values unquoted)."""
-    out = {}
-    for item in _split_top(text):
-        tokens = _tokens(item)
-        eq = next((i for i, t in enumerate(tokens) if t.text == "="), None)
-        if eq is None:
-            raise DeltaParseException(f"expected key = value in the property list, found {item!r}")
-        key = "".join(_unquote(t) for t in tokens[:eq])
-        value = " ".join(_unquote(t) for t in tokens[eq + 1 :])
-        out[key] = value
-    return out
-
-
-def _property_keys(text: str) -> list[str]:
-    return ["".join(_unquote(t) for t in _tokens(item)) for item in _split_top(text)]
-
-
-def _generate(p: _Parser) -> Statement:
+def _generate(p: StatementParser) -> Statement:
     mode = p.identifier("a manifest mode (symlink_format_manifest)")
     p.expect("FOR", "TABLE", what="FOR TABLE")
     table = p.table()
@@ -701,7 +441,7 @@ def _generate(p: _Parser) -> Statement:
     return Statement("GENERATE", table, "", run)
 
 
-def _reorg(p: _Parser) -> Statement:
+def _reorg(p: StatementParser) -> Statement:
     p.expect("TABLE", what="TABLE after REORG")
     table = p.table()
     condition = _where(p, "APPLY")
@@ -719,10 +459,10 @@ def _reorg(p: _Parser) -> Statement:
     return Statement("REORG", table, METRICS_DDL, run)
 
 
-def _alter(p: _Parser) -> Statement | None:
+def _alter(p: StatementParser) -> Statement | None:
     table = p.table()
     if p.accept("SET", "TBLPROPERTIES"):
-        props = _properties(p.group("the TBLPROPERTIES list"))
+        props = parse_properties(p.group("the TBLPROPERTIES list"))
         p.end()
         return Statement(
             "SET TBLPROPERTIES",
@@ -733,7 +473,7 @@ def _alter(p: _Parser) -> Statement | None:
         )
     if p.accept("UNSET", "TBLPROPERTIES"):
         if_exists = p.accept("IF", "EXISTS")
-        keys = _property_keys(p.group("the TBLPROPERTIES keys"))
+        keys = parse_keys(p.group("the TBLPROPERTIES keys"))
         p.end()
         return Statement(
             "UNSET TBLPROPERTIES",
@@ -789,8 +529,8 @@ def _add_columns(spark: SparkSession, path: str, ddl: str) -> None:
     from delta_pyspark.core.alter_table import add_columns
     from delta_pyspark.spark.types import from_spark_schema
 
-    for column in _split_top(ddl):
-        words = _tokens(column)
+    for column in split_top(ddl):
+        words = tokenize(column)
         if len(words) > 2 and (words[-1].is_word("FIRST") or words[-2].is_word("AFTER")):
             raise DeltaUnsupportedOperationException(
                 f"ADD COLUMNS ... FIRST/AFTER is not supported ({column}): new columns go last"
@@ -801,9 +541,9 @@ def _add_columns(spark: SparkSession, path: str, ddl: str) -> None:
     add_columns(DeltaLog.for_table(path), schema.fields)
 
 
-def _show_properties(p: _Parser) -> Statement:
+def _show_properties(p: StatementParser) -> Statement:
     table = p.table()
-    key = _property_keys(p.group("a property key"))[0] if p.at("(") else None
+    key = parse_keys(p.group("a property key"))[0] if p.at("(") else None
     p.end()
 
     def run(spark: SparkSession, path: str) -> DataFrame:
@@ -973,9 +713,9 @@ class DeltaCommands:
 def _timestamp_text(spark: SparkSession, expression: str) -> str:
     """``TIMESTAMP AS OF``'s expression as the text ``timestampAsOf`` reads: a string literal
     as written, anything else evaluated by Spark (in the session's time zone)."""
-    tokens = _tokens(expression)
+    tokens = tokenize(expression)
     if len(tokens) == 1 and tokens[0].kind == "string":
-        return _unquote(tokens[0])
+        return unquote(tokens[0])
     row = spark.sql(f"SELECT CAST(({expression}) AS STRING) AS ts").first()
     if row is None or row.ts is None:
         raise DeltaAnalysisException(f"TIMESTAMP AS OF {expression} is null")

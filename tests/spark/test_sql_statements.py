@@ -556,7 +556,8 @@ def test_statements_run_in_the_session_that_issued_them(spark: Any, tmp_path: Pa
 
 
 def test_conditions_and_values_keep_the_users_text() -> None:
-    from delta_pyspark.sql import _merge_clause, _Parser, parse
+    from delta_pyspark.sql import _merge_clause, parse
+    from delta_pyspark.sql_text import StatementParser
 
     statement = parse(
         "MERGE INTO db.`my.table` AS t USING `src` ON t.k = s.k AND s.note <> 'WHEN' "
@@ -564,7 +565,8 @@ def test_conditions_and_values_keep_the_users_text() -> None:
     )
     assert statement is not None and statement.table is not None
     assert statement.table.parts == ("db", "my.table")
-    p = _Parser("MATCHED AND s.x IN (1, 2) THEN UPDATE SET t.`a b` = concat(s.a, ', ') , c = 1")
+    clause = "MATCHED AND s.x IN (1, 2) THEN UPDATE SET t.`a b` = concat(s.a, ', ') , c = 1"
+    p = StatementParser(clause)
     assert _merge_clause(p) == (
         "matched",
         "update",
