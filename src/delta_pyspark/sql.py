@@ -46,6 +46,7 @@ from delta_pyspark.spark.planner import _answer_error
 from delta_pyspark.sql_text import (
     StatementParser,
     TableRef,
+    parameter_marker,
     parse_assignments,
     parse_keys,
     parse_properties,
@@ -91,7 +92,18 @@ _CLONE_DDL = ", ".join(f"{column} long" for _, column in _CLONE_COLUMNS)
 
 def parse(sql: str) -> Statement | None:
     """The Delta statement ``sql`` is, or None when it is none of Delta's (Spark's then)."""
-    p = StatementParser(sql)
+    statement = _statement(StatementParser(sql))
+    marker = parameter_marker(sql)
+    if statement is not None and marker is not None and statement.refusal is None:
+        # Spark binds parameters in expressions it parses; these texts go to Python unbound.
+        statement.refusal = (
+            f"{statement.kind} does not take query parameters yet (found {marker!r}): write "
+            "the values into the statement"
+        )
+    return statement
+
+
+def _statement(p: StatementParser) -> Statement | None:
     if p.accept("MERGE"):
         return _merge(p)
     if p.accept("UPDATE"):

@@ -285,3 +285,25 @@ def parse_properties(text: str) -> dict[str, str]:
 
 def parse_keys(text: str) -> list[str]:
     return ["".join(unquote(t) for t in tokenize(item)) for item in split_top(text)]
+
+
+def parameter_marker(sql: str) -> str | None:
+    """The first parameter marker (``?``, ``:name``) of ``sql`` outside quotes, or None. A
+    ``:`` after a name or a closing bracket is a variant path (``v:a``), not a marker."""
+    found = tokenize(sql)
+    for i, token in enumerate(found):
+        if token.text == "?":
+            return "?"
+        if token.text == ":" and i + 1 < len(found) and found[i + 1].kind == "word":
+            before = found[i - 1] if i else None
+            if before is None or (before.kind == "punct" and before.text not in (")", "]")):
+                return ":" + found[i + 1].text
+            if before.kind == "word" and before.text.upper() in _KEYWORDS_BEFORE_VALUES:
+                return ":" + found[i + 1].text
+    return None
+
+
+# Keywords a value may follow directly (a ``:name`` after them is a parameter).
+_KEYWORDS_BEFORE_VALUES = frozenset(
+    ("AND", "OR", "NOT", "IN", "IS", "LIKE", "BETWEEN", "THEN", "ELSE", "WHEN", "WHERE", "ON")
+)

@@ -575,6 +575,24 @@ def test_conditions_and_values_keep_the_users_text() -> None:
     )
 
 
+def test_query_parameters_are_refused_by_name(spark: Any, table: Table) -> None:
+    with pytest.raises(DeltaUnsupportedOperationException, match="found ':x'"):
+        spark.sql(f"DELETE FROM {table.ref} WHERE id = :x", args={"x": 1})
+    with pytest.raises(DeltaUnsupportedOperationException, match="found '\\?'"):
+        spark.sql(f"UPDATE {table.ref} SET v = ? WHERE id = 1", args=[5])
+    assert _version(table.path) == 0
+
+
+def test_parameter_markers() -> None:
+    from delta_pyspark.sql_text import parameter_marker
+
+    assert parameter_marker("DELETE FROM t WHERE id = :x") == ":x"
+    assert parameter_marker("DELETE FROM t WHERE id IN (:a, 2)") == ":a"
+    assert parameter_marker("DELETE FROM t WHERE a AND :flag") == ":flag"
+    assert parameter_marker("DELETE FROM t WHERE v:a.b = 1 AND x::int = 2") is None
+    assert parameter_marker("DELETE FROM t WHERE note = ':x ?'") is None
+
+
 def test_statements_that_are_not_deltas_parse_to_none() -> None:
     from delta_pyspark.sql import parse
 
