@@ -14,6 +14,10 @@ class DeltaAnalysisException(DeltaError):
     """Invalid request against a table (bad schema, bad option, bad predicate)."""
 
 
+class DeltaParseException(DeltaAnalysisException):
+    """A Delta SQL statement that does not follow its grammar (delta-spark: ParseException)."""
+
+
 class DeltaIllegalArgumentException(DeltaError, ValueError):
     """An argument that can never be valid."""
 

@@ -46,15 +46,26 @@ def configure_spark_with_delta(builder: SparkSession.Builder) -> SparkSession.Bu
     builder = builder.config("spark.sql.extensions", ",".join(extensions))
     # the planner's callback as soon as a session exists: a first ``spark.sql`` reading a
     # Delta table runs no Python of ours before Spark asks for files
-    on_session_created(builder, planner.enable)
+    on_session_created(builder, _enable)
     install()
     return builder
+
+
+def _enable(spark: SparkSession) -> bool:
+    """Register the planner's callback and the SQL statements' with the session's JVM
+    (idempotent); False when the session cannot read through the planner."""
+    if not planner.enable(spark):
+        return False
+    from delta_pyspark import sql  # the API module over ``tables``, which imports this one
+
+    sql.enable(spark)
+    return True
 
 
 def load_table(spark: SparkSession, path: str, options: dict[str, str]) -> DataFrame:
     """``spark.read.format("delta").options(options).load(path)``, for callers holding a
     path (``DeltaTable.toDF``, table names)."""
-    if not planner.enable(spark):
+    if not _enable(spark):
         raise DeltaJvmExtensionError(
             "this SparkSession lacks delta-pyspark's JVM helper or session extension, which "
             "reading Delta tables needs: build it with "

@@ -36,6 +36,20 @@ from delta_pyspark.spark.update import execute_update
 if TYPE_CHECKING:
     from delta_pyspark.spark.optimize import DeltaOptimizeBuilder
 
+# The columns of ``history()`` and ``detail()`` (and of SQL DESCRIBE HISTORY / DETAIL).
+HISTORY_DDL = (
+    "version long, timestamp timestamp, userId string, userName string, operation string, "
+    "operationParameters map<string,string>, readVersion long, isolationLevel string, "
+    "isBlindAppend boolean, operationMetrics map<string,string>, userMetadata string, "
+    "engineInfo string"
+)
+DETAIL_DDL = (
+    "format string, id string, name string, description string, location string, "
+    "createdAt timestamp, lastModified timestamp, partitionColumns array<string>, "
+    "numFiles long, sizeInBytes long, properties map<string,string>, "
+    "minReaderVersion int, minWriterVersion int, tableFeatures array<string>"
+)
+
 
 class DeltaTable:
     """A Delta table at a path (or managed table name), read at its latest version."""
@@ -100,20 +114,6 @@ class DeltaTable:
         return DeltaTable(self._spark, self._path, aliasName)
 
     def history(self, limit: int | None = None) -> DataFrame:
-        from pyspark.sql.types import (
-            BooleanType,
-            LongType,
-            MapType,
-            StringType,
-            TimestampType,
-        )
-        from pyspark.sql.types import (
-            StructField as SF,
-        )
-        from pyspark.sql.types import (
-            StructType as ST,
-        )
-
         rows = []
         for r in self._log.history(limit):
             rows.append(
@@ -132,24 +132,7 @@ class DeltaTable:
                     r.get("engineInfo"),
                 )
             )
-        strmap = MapType(StringType(), StringType())
-        schema = ST(
-            [
-                SF("version", LongType()),
-                SF("timestamp", TimestampType()),
-                SF("userId", StringType()),
-                SF("userName", StringType()),
-                SF("operation", StringType()),
-                SF("operationParameters", strmap),
-                SF("readVersion", LongType()),
-                SF("isolationLevel", StringType()),
-                SF("isBlindAppend", BooleanType()),
-                SF("operationMetrics", strmap),
-                SF("userMetadata", StringType()),
-                SF("engineInfo", StringType()),
-            ]
-        )
-        return self._spark.createDataFrame(rows, schema)
+        return self._spark.createDataFrame(rows, HISTORY_DDL)
 
     def detail(self) -> DataFrame:
         s = self._snapshot()
@@ -172,13 +155,7 @@ class DeltaTable:
             "minWriterVersion": p.min_writer_version,
             "tableFeatures": features,
         }
-        ddl = (
-            "format string, id string, name string, description string, location string, "
-            "createdAt timestamp, lastModified timestamp, partitionColumns array<string>, "
-            "numFiles long, sizeInBytes long, properties map<string,string>, "
-            "minReaderVersion int, minWriterVersion int, tableFeatures array<string>"
-        )
-        return self._spark.createDataFrame([row], ddl)
+        return self._spark.createDataFrame([row], DETAIL_DDL)
 
     # ------------------------------------------------------------ protocol
 
@@ -320,7 +297,7 @@ class DeltaTable:
     ) -> DeltaTable:
         from delta_pyspark.spark.clone import execute_clone
 
-        path = execute_clone(
+        result = execute_clone(
             self._spark,
             self._log,
             target,
@@ -330,7 +307,7 @@ class DeltaTable:
             version=version,
             timestamp=timestamp,
         )
-        return DeltaTable(self._spark, path)
+        return DeltaTable(self._spark, result.target_root)
 
     @classmethod
     def convertToDelta(

@@ -1,5 +1,5 @@
-"""SET / UNSET TBLPROPERTIES (Spark-free): validation against the property registry,
-protocol upgrades in the same commit, and exactly what lands in the log."""
+"""SET / UNSET TBLPROPERTIES and ADD COLUMNS (Spark-free): validation against the property
+registry, protocol upgrades in the same commit, and exactly what lands in the log."""
 
 from __future__ import annotations
 
@@ -10,8 +10,10 @@ from typing import Any
 import pytest
 
 from delta_pyspark.core.actions import Protocol
-from delta_pyspark.core.alter_table import set_properties, unset_properties
+from delta_pyspark.core.alter_table import add_columns, set_properties, unset_properties
+from delta_pyspark.core.column_mapping import PHYSICAL_NAME_KEY
 from delta_pyspark.core.delta_log import DeltaLog
+from delta_pyspark.core.schema import PrimitiveType, StructField
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.table_features import with_features
 from delta_pyspark.core.table_properties import validate_property
@@ -373,3 +375,40 @@ def test_validate_property_directly() -> None:
         "delta.feature.deletionVectors",
         "supported",
     )
+
+
+def test_add_columns_appends_nullable_columns_in_one_commit(log: DeltaLog) -> None:
+    note = StructField("note", PrimitiveType("string"), True, {"comment": "free text"})
+    snapshot = add_columns(log, [note, StructField("n", PrimitiveType("integer"), True, {})])
+    assert snapshot.version == 2
+    assert snapshot.schema.field_names == ["id", "s", "p", "note", "n"]
+    assert snapshot.partition_columns == ["p"]
+    commit = _commit(log, 2)
+    assert set(commit) == {"commitInfo", "metaData"}
+    assert commit["commitInfo"]["operation"] == "ADD COLUMNS"
+    columns = json.loads(commit["commitInfo"]["operationParameters"]["columns"])
+    assert [c["column"]["name"] for c in columns] == ["note", "n"]
+    assert columns[0]["column"]["metadata"] == {"comment": "free text"}
+
+
+def test_add_columns_refuses_existing_names_and_not_null(log: DeltaLog) -> None:
+    with pytest.raises(DeltaAnalysisException, match="cannot add column 'ID': it already exists"):
+        add_columns(log, [StructField("ID", PrimitiveType("long"), True, {})])
+    twice = [StructField(n, PrimitiveType("long"), True, {}) for n in ("a", "A")]
+    with pytest.raises(DeltaAnalysisException, match="cannot add column 'A'"):
+        add_columns(log, twice)
+    with pytest.raises(DeltaAnalysisException, match="as NOT NULL"):
+        add_columns(log, [StructField("m", PrimitiveType("long"), False, {})])
+    with pytest.raises(DeltaIllegalArgumentException, match="at least one column"):
+        add_columns(log, [])
+    assert log.snapshot().version == 1
+
+
+def test_add_columns_on_a_column_mapped_table_assigns_ids(log: DeltaLog) -> None:
+    set_properties(log, {"delta.columnMapping.mode": "name"})
+    before = int(log.snapshot().configuration["delta.columnMapping.maxColumnId"])
+    snapshot = add_columns(log, [StructField("extra", PrimitiveType("long"), True, {})])
+    extra = snapshot.schema.field("extra")
+    assert extra.metadata["delta.columnMapping.id"] == before + 1
+    assert extra.metadata[PHYSICAL_NAME_KEY].startswith("col-")
+    assert snapshot.configuration["delta.columnMapping.maxColumnId"] == str(before + 1)

@@ -1,4 +1,5 @@
-"""ALTER TABLE SET / UNSET TBLPROPERTIES: one metadata (and, if needed, protocol) commit.
+"""ALTER TABLE SET / UNSET TBLPROPERTIES and ADD COLUMNS: one metadata (and, if needed,
+protocol) commit.
 
 ``delta.*`` keys are validated against the registry in ``table_properties`` and stored
 in their canonical spelling; other keys are free-form user properties. Properties
@@ -10,7 +11,8 @@ change the protocol and are not stored, as in delta-spark.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Mapping, Sequence
 
 import pyarrow.compute as pc
 
@@ -36,7 +38,7 @@ from delta_pyspark.exceptions import (
     DeltaUnsupportedOperationException,
 )
 
-__all__ = ["set_properties", "unset_properties"]
+__all__ = ["add_columns", "set_properties", "unset_properties"]
 
 
 def _protocol_only(key: str) -> bool:
@@ -121,6 +123,37 @@ def unset_properties(log: DeltaLog, keys: list[str], if_exists: bool = False) ->
     txn = Transaction(log, snapshot)
     txn.update_metadata(snapshot.metadata.with_changes(configuration=conf))
     return txn.commit("UNSET TBLPROPERTIES", {"properties": removed, "ifExists": if_exists})
+
+
+def add_columns(log: DeltaLog, fields: Sequence[StructField]) -> Snapshot:
+    """Append ``fields`` to the table's schema in one ``ADD COLUMNS`` commit.
+
+    Existing files hold no values for them, so they read as null: a NOT NULL column is
+    refused (as delta-spark does), and so is a name the table already has (any case).
+    Column-mapped tables get ids and physical names for them from the transaction.
+    """
+    if not fields:
+        raise DeltaIllegalArgumentException("ADD COLUMNS needs at least one column")
+    snapshot = log.snapshot()
+    schema = snapshot.schema
+    seen = {name.lower() for name in schema.field_names}
+    for f in fields:
+        if f.name.lower() in seen:
+            raise DeltaAnalysisException(f"cannot add column {f.name!r}: it already exists")
+        if not f.nullable:
+            raise DeltaAnalysisException(
+                f"cannot add column {f.name!r} as NOT NULL: the table's existing rows have no "
+                "value for it"
+            )
+        seen.add(f.name.lower())
+    new_schema = StructType(schema.fields + tuple(fields))
+    txn = Transaction(log, snapshot)
+    txn.update_metadata(snapshot.metadata.with_changes(schema_string=schema_to_string(new_schema)))
+    protocol = protocol_for(new_schema, dict(snapshot.configuration), snapshot.protocol)
+    if protocol != snapshot.protocol:
+        txn.update_protocol(protocol)
+    columns = [{"column": f.to_json()} for f in fields]
+    return txn.commit("ADD COLUMNS", {"columns": json.dumps(columns)})
 
 
 # ---------------------------------------------------------------------- helpers

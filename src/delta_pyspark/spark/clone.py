@@ -7,7 +7,7 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from delta_pyspark.core.clone import clone_table
+from delta_pyspark.core.clone import CloneResult, clone_table
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.time_travel import parse_timestamp_ms
 from delta_pyspark.spark.catalog import lookup, register, table_location
@@ -35,8 +35,9 @@ def execute_clone(
     properties: Mapping[str, str] | None = None,
     version: int | None = None,
     timestamp: str | None = None,
-) -> str:
-    """Clone the table (at ``version``/``timestamp``, else latest); the clone's path."""
+) -> CloneResult:
+    """Clone the table (at ``version``/``timestamp``, else latest): the clone's path, version
+    and delta-spark's clone metrics."""
     from zoneinfo import ZoneInfo
 
     timestamp_ms = None
@@ -54,4 +55,4 @@ def execute_clone(
     )
     if not _is_path(target) and lookup(spark, target) is None:
         register(spark, target, result.target_root, managed=True)
-    return result.target_root
+    return result

@@ -65,7 +65,7 @@ TARGET_FILE_SIZE_PROP = "delta.targetFileSize"
 DEFAULT_MAX_FILE_SIZE = GIB
 DEFAULT_MAX_DELETED_ROWS_RATIO = 0.05
 
-_METRICS_DDL = (
+METRICS_DDL = (
     "path string, metrics struct<"
     "numFilesAdded: bigint, numFilesRemoved: bigint, "
     "filesAdded: struct<min: bigint, max: bigint, avg: double, totalFiles: bigint, "
@@ -382,4 +382,4 @@ def _metrics(
 
 def metrics_frame(spark: SparkSession, result: OptimizeResult) -> DataFrame:
     """delta-spark's result of OPTIMIZE: one row ``(path, metrics)``."""
-    return spark.createDataFrame([(result.path, result.metrics)], _METRICS_DDL)
+    return spark.createDataFrame([(result.path, result.metrics)], METRICS_DDL)

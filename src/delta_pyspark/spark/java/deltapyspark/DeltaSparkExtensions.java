@@ -1,5 +1,6 @@
 package deltapyspark;
 
+import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.SparkSessionExtensions;
 import org.apache.spark.sql.execution.datasources.InsertIntoHadoopFsRelationCommand;
 import scala.Option;
@@ -20,13 +21,13 @@ public final class DeltaSparkExtensions extends AbstractFunction1 {
     extensions.injectParser(
         new AbstractFunction2() {
           public Object apply(Object session, Object parser) {
-            return new DeltaSqlParser((ParserInterface) parser);
+            return new DeltaSqlParser((SparkSession) session, (ParserInterface) parser);
           }
         });
     extensions.injectResolutionRule(
         new AbstractFunction1() {
           public Object apply(Object session) {
-            return new DeltaPathInserts((org.apache.spark.sql.SparkSession) session);
+            return new DeltaPathInserts((SparkSession) session);
           }
         });
     extensions.injectPostHocResolutionRule(

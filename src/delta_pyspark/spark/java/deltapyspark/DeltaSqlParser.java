@@ -1,14 +1,20 @@
 package deltapyspark;
 
 import java.util.HashMap;
+import java.util.Locale;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.AliasIdentifier;
 import org.apache.spark.sql.catalyst.FunctionIdentifier;
 import org.apache.spark.sql.catalyst.TableIdentifier;
+import org.apache.spark.sql.catalyst.analysis.RelationTimeTravel;
 import org.apache.spark.sql.catalyst.analysis.UnresolvedRelation;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.parser.ParseException;
 import org.apache.spark.sql.catalyst.parser.ParserInterface;
 import org.apache.spark.sql.catalyst.plans.logical.InsertIntoStatement;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.plans.logical.SubqueryAlias;
+import org.apache.spark.sql.catalyst.types.DataTypeUtils;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
@@ -16,19 +22,62 @@ import scala.collection.immutable.Seq;
 import scala.runtime.AbstractPartialFunction;
 
 /**
- * Spark's SQL parser, with {@code delta.`path`} table references (read, or written by an
- * INSERT) given their path as the {@code path} option. Spark resolves such a reference through the source's {@code
- * createRelation}, which only receives the options (the path goes to it separately), so the
- * source would not know which table to read.
+ * Spark's SQL parser, with three additions for Delta tables:
+ *
+ * <ul>
+ *   <li>Delta's own statements (MERGE, UPDATE, DELETE, DESCRIBE HISTORY, OPTIMIZE, VACUUM, ...)
+ *       on Delta tables become a {@link DeltaCommand} the Python API layer runs: a cheap look at
+ *       the leading keywords decides whether to ask it ({@link DeltaCommands#describe}), and
+ *       whatever it declines goes to Spark's parser untouched.
+ *   <li>{@code delta.`path`} table references (read, or written by an INSERT) get their path
+ *       as the {@code path} option. Spark resolves such a reference through the source's {@code
+ *       createRelation}, which only receives the options (the path goes to it separately), so
+ *       the source would not know which table to read.
+ *   <li>Time travel ({@code VERSION AS OF}, {@code TIMESTAMP AS OF}) on a Delta table becomes
+ *       the {@code versionAsOf}/{@code timestampAsOf} options of a read of its path: Spark
+ *       supports the syntax for its V2 tables only.
+ * </ul>
  */
 public final class DeltaSqlParser implements ParserInterface {
+  private static volatile DeltaCommands commands;
+
+  private final SparkSession session;
   private final ParserInterface delegate;
 
-  public DeltaSqlParser(ParserInterface delegate) {
+  public DeltaSqlParser(SparkSession session, ParserInterface delegate) {
+    this.session = session;
     this.delegate = delegate;
   }
 
+  /** Called by the Python API layer when a session is set up. */
+  public static void register(DeltaCommands pythonCommands) {
+    commands = pythonCommands;
+  }
+
+  static DeltaCommands commands() {
+    DeltaCommands registered = commands;
+    if (registered == null) {
+      throw DeltaSource.error(
+          "Delta SQL statements run in delta-pyspark's Python API, which this JVM has not "
+              + "registered: build the session with "
+              + "delta_pyspark.configure_spark_with_delta(builder).getOrCreate()");
+    }
+    return registered;
+  }
+
   public LogicalPlan parsePlan(String sql) throws ParseException {
+    DeltaCommands registered = commands;
+    if (registered != null && mayBeDeltaStatement(sql)) {
+      String answer = registered.describe(session, sql);
+      if (answer.startsWith("E")) {
+        throw DeltaSource.error(answer.substring(1));
+      }
+      if (answer.startsWith("O")) {
+        String ddl = answer.substring(1);
+        StructType schema = ddl.isEmpty() ? new StructType() : StructType.fromDDL(ddl);
+        return new DeltaCommand(sql, DataTypeUtils.toAttributes(schema));
+      }
+    }
     return withPaths(delegate.parsePlan(sql));
   }
 
@@ -36,15 +85,72 @@ public final class DeltaSqlParser implements ParserInterface {
     return withPaths(delegate.parseQuery(sql));
   }
 
-  static LogicalPlan withPaths(LogicalPlan plan) {
+  /**
+   * Whether {@code sql} starts like one of Delta's statements: only then is Python asked, so
+   * other statements cost a scan of their first words.
+   */
+  static boolean mayBeDeltaStatement(String sql) {
+    String[] words = leadingWords(sql, 2);
+    String first = words[0];
+    String second = words[1];
+    if (first.equals("MERGE") || first.equals("UPDATE") || first.equals("DELETE")
+        || first.equals("OPTIMIZE") || first.equals("VACUUM") || first.equals("RESTORE")
+        || first.equals("CONVERT") || first.equals("GENERATE") || first.equals("REORG")
+        || first.equals("ALTER")) {
+      return true;
+    }
+    if (first.equals("DESCRIBE") || first.equals("DESC")) {
+      return second.equals("HISTORY") || second.equals("DETAIL");
+    }
+    if (first.equals("SHOW")) {
+      return second.equals("TBLPROPERTIES");
+    }
+    return first.equals("CREATE") && sql.toUpperCase(Locale.ROOT).contains("CLONE");
+  }
+
+  /** The first {@code n} words of {@code sql} in upper case, past blanks and comments. */
+  static String[] leadingWords(String sql, int n) {
+    String[] words = new String[n];
+    int i = 0;
+    int length = sql.length();
+    for (int w = 0; w < n; w++) {
+      while (i < length) {
+        char c = sql.charAt(i);
+        if (Character.isWhitespace(c)) {
+          i++;
+        } else if (sql.startsWith("--", i)) {
+          int end = sql.indexOf('\n', i);
+          i = end < 0 ? length : end + 1;
+        } else if (sql.startsWith("/*", i)) {
+          int end = sql.indexOf("*/", i + 2);
+          i = end < 0 ? length : end + 2;
+        } else {
+          break;
+        }
+      }
+      int start = i;
+      while (i < length && Character.isLetter(sql.charAt(i))) {
+        i++;
+      }
+      words[w] = sql.substring(start, i).toUpperCase(Locale.ROOT);
+    }
+    return words;
+  }
+
+  LogicalPlan withPaths(LogicalPlan plan) {
     return (LogicalPlan)
         plan.transformUpWithSubqueries(
             new AbstractPartialFunction() {
               public boolean isDefinedAt(Object node) {
-                return isDeltaPath(node) || isInsertIntoPath(node);
+                return isDeltaPath(node)
+                    || isInsertIntoPath(node)
+                    || node instanceof RelationTimeTravel;
               }
 
               public Object applyOrElse(Object node, scala.Function1 fallback) {
+                if (node instanceof RelationTimeTravel) {
+                  return timeTravel((RelationTimeTravel) node);
+                }
                 if (isDeltaPath(node)) {
                   return withPath((UnresolvedRelation) node);
                 }
@@ -77,6 +183,54 @@ public final class DeltaSqlParser implements ParserInterface {
   private static boolean isInsertIntoPath(Object node) {
     return node instanceof InsertIntoStatement
         && isDeltaPath(((InsertIntoStatement) node).table());
+  }
+
+  /**
+   * {@code relation VERSION AS OF v} / {@code TIMESTAMP AS OF ts} on a Delta table (a catalog
+   * name or {@code delta.`path`}) as a read of its path with time-travel options; anything
+   * else is left to Spark.
+   */
+  LogicalPlan timeTravel(RelationTimeTravel travel) {
+    DeltaCommands registered = commands;
+    if (registered == null || !(travel.relation() instanceof UnresolvedRelation)) {
+      return travel;
+    }
+    UnresolvedRelation relation = (UnresolvedRelation) travel.relation();
+    StringBuilder name = new StringBuilder();
+    scala.collection.Iterator parts = relation.multipartIdentifier().iterator();
+    while (parts.hasNext()) {
+      name.append((String) parts.next()).append('\0');
+    }
+    String version = travel.version().isDefined() ? (String) travel.version().get() : "";
+    String timestamp =
+        travel.timestamp().isDefined() ? ((Expression) travel.timestamp().get()).sql() : "";
+    String answer = registered.timeTravel(session, name.toString(), version, timestamp);
+    if (answer.startsWith("E")) {
+      throw DeltaSource.error(answer.substring(1));
+    }
+    if (!answer.startsWith("O")) {
+      return travel;
+    }
+    String[] fields = answer.substring(1).split("\0", -1);
+    HashMap options = new HashMap(relation.options().asCaseSensitiveMap());
+    options.put("path", fields[0]);
+    if (!fields[1].isEmpty()) {
+      options.put("versionAsOf", fields[1]);
+    }
+    if (!fields[2].isEmpty()) {
+      options.put("timestampAsOf", fields[2]);
+    }
+    Seq path =
+        scala.collection.immutable.List$.MODULE$.from(
+            scala.Predef$.MODULE$.wrapRefArray(new Object[] {"delta", fields[0]}));
+    UnresolvedRelation read =
+        new UnresolvedRelation(path, new CaseInsensitiveStringMap(options), relation.isStreaming());
+    if (isDeltaPath(new UnresolvedRelation(
+        relation.multipartIdentifier(), CaseInsensitiveStringMap.empty(), false))) {
+      return read; // as Spark names a delta.`path` read: by no alias
+    }
+    String alias = (String) relation.multipartIdentifier().last();
+    return new SubqueryAlias(new AliasIdentifier(alias), read);
   }
 
   static boolean isDeltaPath(Object node) {
