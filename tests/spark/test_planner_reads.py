@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pyspark.errors import AnalysisException
 
 from data_paths import TESTDATA
 from delta_pyspark import scan_report
@@ -193,17 +192,19 @@ def test_an_incompatible_schema_change_is_a_clear_error(spark: Any, tmp_path: Pa
         df.collect()
 
 
-def test_sql_inserts_are_refused_before_anything_is_written(spark: Any, tmp_path: Path) -> None:
+def test_sql_overwrite_of_a_catalog_table_is_a_new_version(spark: Any, tmp_path: Path) -> None:
+    """Spark plans it as a Parquet write into the table's directory (which would delete the
+    log); it runs as a Delta overwrite, so the old version stays readable."""
     path = str(tmp_path / "t")
     spark.range(3).write.format("delta").save(path)
     spark.sql(f"CREATE TABLE planner_ext USING delta LOCATION '{path}'")
     try:
-        with pytest.raises(AnalysisException, match="not supported yet"):
-            spark.sql("INSERT OVERWRITE planner_ext VALUES (7)")
-        with pytest.raises(AnalysisException, match="not supported yet"):
-            spark.sql("INSERT INTO planner_ext VALUES (7)")
-        assert sorted(r.id for r in spark.sql("SELECT id FROM planner_ext").collect()) == [0, 1, 2]
-        assert DeltaLog(path).snapshot().version == 0
+        spark.sql("INSERT OVERWRITE planner_ext VALUES (7)")
+        spark.sql("INSERT INTO planner_ext VALUES (8)")
+        assert sorted(r.id for r in spark.sql("SELECT id FROM planner_ext").collect()) == [7, 8]
+        assert DeltaLog(path).snapshot().version == 2
+        old = spark.read.format("delta").option("versionAsOf", 0).load(path)
+        assert sorted(r.id for r in old.collect()) == [0, 1, 2]
     finally:
         spark.sql("DROP TABLE planner_ext")
 
