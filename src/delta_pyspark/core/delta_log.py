@@ -34,8 +34,8 @@ from delta_pyspark.core.log_replay import (
 from delta_pyspark.core.log_segment import (
     LogSegment,
     build_log_segment,
-    extend_segment,
     commit_name,
+    extend_segment,
     list_commits,
     log_dir_of,
     ratified_segment,
@@ -203,11 +203,7 @@ class DeltaLog:
     ) -> Snapshot:
         """The snapshot at ``version`` from ``snapshot`` plus the commits after it, all already
         parsed in memory (a writer's winners and its own commit): no log re-read."""
-        statuses = tuple(
-            s
-            for v, s in self.commit_files(snapshot.version + 1)
-            if v <= version
-        )
+        statuses = tuple(s for v, s in self.commit_files(snapshot.version + 1) if v <= version)
         state = snapshot.state.apply(version, commits)
         return self._finish(
             state, with_commits(snapshot.segment, version, statuses), snapshot.state
