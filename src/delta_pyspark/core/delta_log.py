@@ -49,6 +49,7 @@ from delta_pyspark.exceptions import (
     CorruptLogError,
     DeltaIllegalArgumentException,
     DeltaTableNotFoundError,
+    DeltaUnsupportedOperationException,
     VersionNotFoundError,
 )
 
@@ -108,6 +109,12 @@ class DeltaLog:
         Raises ``FileAlreadyExistsError`` when another commit won ``version``."""
         if self.coordinator is not None:
             self.coordinator.commit(version, data)
+        elif not self.store.atomic_put_if_absent:
+            raise DeltaUnsupportedOperationException(
+                f"cannot commit to {self.table_root} by path: its store has no atomic "
+                "put-if-absent, so concurrent commits could overwrite each other; commit "
+                "through a catalog (a catalog-managed table)"
+            )
         else:
             self.store.write_if_absent(f"{self.log_dir}/{commit_name(version)}", data)
 
