@@ -45,6 +45,7 @@ from delta_pyspark.exceptions import (
     DeltaIllegalArgumentException,
     DeltaUnsupportedOperationException,
     FileAlreadyExistsError,
+    UnsupportedTableFeatureError,
 )
 
 if TYPE_CHECKING:
@@ -288,11 +289,15 @@ class Catalog:
 
     def register_table(self, name: str, location: str) -> TableEntry:
         """Register an existing filesystem table by name (external, not catalog-managed)."""
-        snapshot = DeltaLog(location, self._store_for(location)).snapshot()
-        if CATALOG_MANAGED in (snapshot.protocol.reader_features or frozenset()):
+        try:
+            snapshot = DeltaLog(location, self._store_for(location)).snapshot()
+        except UnsupportedTableFeatureError as e:
+            if CATALOG_MANAGED not in e.features:
+                raise
             raise DeltaUnsupportedOperationException(
-                f"{location} is catalog-managed by another catalog: it cannot be registered"
-            )
+                f"{location} is a catalog-managed table (of its own catalog): it cannot be "
+                "registered as a filesystem table"
+            ) from None
         entry = TableEntry.new(name, snapshot.table_root, False, False)
         self.backend.register(entry)
         return entry
