@@ -8,7 +8,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from catalog_helpers import PostgresServer, pg_binaries, start_postgres
 
 

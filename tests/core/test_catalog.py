@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from catalog_helpers import SCHEMA, add
+
 from delta_pyspark.core.actions import Metadata
 from delta_pyspark.core.catalog import (
     CommitConflictError,
@@ -86,7 +86,7 @@ def test_create_catalog_managed_table(catalog_url: str, tmp_path: Path) -> None:
         info = commit_lines(published)[0]["commitInfo"]
         assert isinstance(info["inCommitTimestamp"], int) and info["txnId"]
         assert [t.name for t in catalog.tables()] == ["sales.orders"]
-        with pytest.raises(TableAlreadyExistsError, match="sales.orders"):
+        with pytest.raises(TableAlreadyExistsError, match=r"sales\.orders"):
             catalog.create_table("sales.orders", SCHEMA, location=str(tmp_path / "other"))
         with pytest.raises(DeltaIllegalArgumentException, match="invalid table name"):
             catalog.create_table("../escape", SCHEMA)
@@ -108,7 +108,7 @@ def test_path_access_refused_by_feature_name(catalog_url: str, tmp_path: Path) -
         # a filesystem writer holding a snapshot read through the catalog is refused too
         txn = Transaction(DeltaLog(root), catalog.snapshot("t"))
         txn.add_files([add("sneaky.parquet")])
-        with pytest.raises(UnsupportedTableFeatureError, match="catalogManaged.*by path"):
+        with pytest.raises(UnsupportedTableFeatureError, match=r"catalogManaged.*by path"):
             txn.commit("WRITE")
         assert log_files(root) == ["00000000000000000000.json"]
         assert catalog.table("t").latest_version == 0
@@ -155,7 +155,7 @@ def test_lost_race_is_retried_and_conflicts_are_typed(catalog_url: str, tmp_path
         d1.remove_files([{"path": "base.parquet"}])
         d2.remove_files([{"path": "base.parquet"}])
         d1.commit("DELETE")
-        with pytest.raises(ConcurrentDeleteDeleteException, match="base.parquet"):
+        with pytest.raises(ConcurrentDeleteDeleteException, match=r"base\.parquet"):
             d2.commit("DELETE")
         assert catalog.table("t").latest_version == 4
         assert paths(catalog, "t") == ["one.parquet", "two.parquet"]
