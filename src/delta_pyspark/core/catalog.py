@@ -310,14 +310,13 @@ class CatalogBackend(ABC):
 def open_backend(url: str) -> CatalogBackend:
     """The backend for ``url``: ``sqlite:///path`` (or a plain file path) or
     ``postgresql://user@host:port/db``."""
-    scheme = urlparse(url).scheme
-    if scheme in ("postgresql", "postgres"):
+    from delta_pyspark.core.catalog_sqlite import SqliteCatalogBackend, is_sqlite_url
+
+    if urlparse(url).scheme in ("postgresql", "postgres"):
         from delta_pyspark.core.catalog_postgres import PostgresCatalogBackend
 
         return PostgresCatalogBackend(url)
-    if scheme in ("sqlite", "", "file") or len(scheme) == 1:
-        from delta_pyspark.core.catalog_sqlite import SqliteCatalogBackend
-
+    if is_sqlite_url(url):
         return SqliteCatalogBackend(url)
     raise DeltaIllegalArgumentException(
         f"unsupported catalog URL {url!r}: use sqlite:///path/to/catalog.db or "

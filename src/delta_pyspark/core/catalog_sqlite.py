@@ -19,6 +19,12 @@ from delta_pyspark.core.catalog import CatalogBackend, _Cursor
 BUSY_TIMEOUT_MS = 60_000
 
 
+def is_sqlite_url(url: str) -> bool:
+    """Whether ``url`` names a SQLite catalog (``open_backend``'s rule)."""
+    scheme = urlparse(url).scheme
+    return scheme in ("sqlite", "", "file") or len(scheme) == 1
+
+
 def sqlite_path(url: str) -> str:
     """A file path from ``sqlite:///relative/path``, ``sqlite:////absolute/path`` (as
     SQLAlchemy spells them), a ``file:`` URI or a plain path."""
