@@ -60,3 +60,17 @@ def test_catalog_errors_are_one_line(
     assert not missing.parent.exists()  # a typo creates nothing
     assert main(["catalog", "list", "--catalog", "mysql://host/db"]) == 1
     assert "unsupported catalog URL 'mysql://host/db'" in capsys.readouterr().err
+
+
+def test_unreachable_postgres_is_one_line_without_the_password(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    pytest.importorskip("psycopg")
+    url = "postgresql://someone:hunter2@127.0.0.1:1/db"  # nothing listens on port 1
+    assert main(["catalog", "list", "--catalog", url]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith(
+        "delta-pyspark: error: DeltaError: cannot connect to catalog "
+        "postgresql://someone:***@127.0.0.1:1/db"
+    )
+    assert "hunter2" not in err

@@ -12,9 +12,19 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from delta_pyspark.core.catalog import CatalogBackend, _Cursor
 from delta_pyspark.exceptions import DeltaError
+
+
+def redact(url: str) -> str:
+    """``url`` without its password, for messages."""
+    parsed = urlsplit(url)
+    if parsed.password is None:
+        return url
+    netloc = parsed.netloc.replace(f":{parsed.password}@", ":***@", 1)
+    return urlunsplit(parsed._replace(netloc=netloc))
 
 
 class _QmarkCursor:
@@ -47,9 +57,12 @@ class PostgresCatalogBackend(CatalogBackend):
             raise DeltaError(
                 "a PostgreSQL catalog needs psycopg: pip install 'delta-pyspark[postgres]'"
             ) from None
-        self.url = url
+        self.url = redact(url)
         self._psycopg = psycopg
-        self._conn = psycopg.connect(url, autocommit=True)
+        try:
+            self._conn = psycopg.connect(url, autocommit=True)
+        except psycopg.OperationalError as e:
+            raise DeltaError(f"cannot connect to catalog {self.url}: {e}") from None
         self._lock = threading.RLock()
         self._init_schema()
 
