@@ -23,7 +23,11 @@ from catalog_worker import COUNTER, TABLES
 
 import delta_pyspark
 from delta_pyspark.core.catalog_managed import Catalog
-from delta_pyspark.exceptions import ConcurrentDeleteDeleteException, DeltaError
+from delta_pyspark.exceptions import (
+    ConcurrentDeleteDeleteException,
+    DeltaError,
+    DeltaUnsupportedOperationException,
+)
 
 HERE = Path(__file__).parent
 SRC = Path(delta_pyspark.__file__).parent.parent
@@ -300,3 +304,18 @@ def test_random_transactions_match_a_serial_replay(catalog_url: str, tmp_path: P
                 counters[name] += 1
         assert final == {n: sorted(files) for n, files in replay.items()}
         assert {e.name: e.latest_version for e in catalog.tables()} == counters
+
+
+def test_only_catalog_managed_tables_take_part(catalog_url: str, tmp_path: Path) -> None:
+    make_tables(catalog_url, tmp_path)
+    with open_catalog(catalog_url, tmp_path) as catalog:
+        catalog.create_table("plain", SCHEMA, catalog_managed=False)
+        tx = catalog.transaction()
+        with pytest.raises(DeltaUnsupportedOperationException, match="'plain' is not catalog"):
+            tx.tables("t0", "plain")
+        with pytest.raises(DeltaError, match="needs at least one table"):
+            catalog.transaction().commit()
+        assert {e.name: e.latest_version for e in catalog.tables()} == {
+            "plain": None,
+            **dict.fromkeys(TABLES, 0),
+        }
