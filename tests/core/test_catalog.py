@@ -88,6 +88,7 @@ def test_create_catalog_managed_table(catalog_url: str, tmp_path: Path) -> None:
         assert [t.name for t in catalog.tables()] == ["sales.orders"]
         with pytest.raises(TableAlreadyExistsError, match=r"sales\.orders"):
             catalog.create_table("sales.orders", SCHEMA, location=str(tmp_path / "other"))
+        assert not (tmp_path / "other").exists()  # the refused statement wrote nothing
         with pytest.raises(DeltaIllegalArgumentException, match="invalid table name"):
             catalog.create_table("../escape", SCHEMA)
         with pytest.raises(DeltaIllegalArgumentException, match="in-commit timestamps"):

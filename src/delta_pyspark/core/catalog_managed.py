@@ -43,6 +43,7 @@ from delta_pyspark.exceptions import (
     CorruptLogError,
     DeltaAnalysisException,
     DeltaIllegalArgumentException,
+    DeltaTableNotFoundError,
     DeltaUnsupportedOperationException,
     FileAlreadyExistsError,
     UnsupportedTableFeatureError,
@@ -221,6 +222,13 @@ class Catalog:
     def tables(self) -> list[TableEntry]:
         return self.backend.list_tables()
 
+    def _has(self, name: str) -> bool:
+        try:
+            self.backend.get(name)
+        except DeltaTableNotFoundError:
+            return False
+        return True
+
     def create_table(
         self,
         name: str,
@@ -241,6 +249,8 @@ class Catalog:
                 f"invalid table name {name!r}: use letters, digits and underscores, "
                 "optionally dotted (schema.table)"
             )
+        if self._has(name):  # checked before anything is written (registration re-checks)
+            raise TableAlreadyExistsError(f"the catalog already has a table named {name!r}")
         managed = location is None
         if location is None:
             if self.warehouse is None:
