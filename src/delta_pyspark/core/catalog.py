@@ -23,6 +23,7 @@ from urllib.parse import urlparse
 
 from delta_pyspark.exceptions import (
     DeltaAnalysisException,
+    DeltaConcurrentModificationException,
     DeltaIllegalArgumentException,
     DeltaTableNotFoundError,
 )
@@ -32,7 +33,7 @@ class TableAlreadyExistsError(DeltaAnalysisException):
     """The catalog already has a table of that name (or at that location)."""
 
 
-class CommitConflictError(DeltaAnalysisException):
+class CommitConflictError(DeltaConcurrentModificationException):
     """Ratification lost: another commit already holds the version (nothing was ratified).
 
     ``latest`` maps each losing table id to the latest version the catalog has ratified.
@@ -253,10 +254,10 @@ class CatalogBackend(ABC):
             if lost:
                 raise CommitConflictError(
                     "; ".join(
-                        f"table {t}: version {r.version} is taken (latest is {lost[t]})"
+                        f"table {r.table_id}: version {r.version} is taken "
+                        f"(latest is {lost[r.table_id]})"
                         for r in ordered
-                        for t in (r.table_id,)
-                        if t in lost
+                        if r.table_id in lost
                     ),
                     lost,
                 )
