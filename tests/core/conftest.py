@@ -14,7 +14,10 @@ from catalog_helpers import PostgresServer, pg_binaries, start_postgres
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[PostgresServer]:
     if pg_binaries() is None:
-        pytest.skip("no PostgreSQL server binaries (initdb, pg_ctl) on PATH")
+        pytest.skip(
+            "no PostgreSQL server binaries (initdb, pg_ctl) on PATH or in DELTA_PYSPARK_PG_BIN "
+            "(see README: set-up)"
+        )
     try:
         import psycopg  # noqa: F401
     except ImportError:
