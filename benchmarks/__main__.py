@@ -13,6 +13,7 @@ BENCHMARKS = {
     "commit_throughput": "benchmarks.commit_throughput",
     "optimize": "benchmarks.optimize",
     "planner_reads": "benchmarks.planner_reads",
+    "catalog_commits": "benchmarks.catalog_commits",
 }
 
 

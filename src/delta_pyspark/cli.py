@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from datetime import UTC, datetime
 from typing import Any
 
+from delta_pyspark.core.catalog import TableEntry
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.table_features import implied_writer_features, reader_features
 from delta_pyspark.core.time_travel import parse_timestamp_ms
-from delta_pyspark.exceptions import DeltaError
+from delta_pyspark.exceptions import DeltaError, DeltaTableNotFoundError
 
 
 def _snapshot(args: argparse.Namespace) -> Snapshot:
@@ -150,6 +152,63 @@ def cmd_history(args: argparse.Namespace) -> None:
     Console().print(t)
 
 
+def _entry_dict(entry: TableEntry) -> dict[str, Any]:
+    return {
+        "name": entry.name,
+        "id": entry.table_id,
+        "location": entry.location,
+        "managed": entry.managed,
+        "catalogManaged": entry.catalog_managed,
+        "latestVersion": entry.latest_version,
+    }
+
+
+def _print_json_or_rows(args: argparse.Namespace, value: Any, title: str) -> None:
+    if args.json:
+        print(json.dumps(value, sort_keys=True))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    rows = value if isinstance(value, list) else [value]
+    t = Table(title=title)
+    columns = list(rows[0]) if rows else []
+    for col in columns:
+        t.add_column(col)
+    for row in rows:
+        t.add_row(*(v if isinstance(v, str) else json.dumps(v) for v in row.values()))
+    Console().print(t)
+
+
+def cmd_catalog(args: argparse.Namespace) -> None:
+    from delta_pyspark.core.catalog_managed import Catalog
+    from delta_pyspark.core.catalog_sqlite import is_sqlite_url, sqlite_path
+
+    if is_sqlite_url(args.catalog) and not os.path.isfile(sqlite_path(args.catalog)):
+        raise DeltaTableNotFoundError(f"no catalog database at {sqlite_path(args.catalog)}")
+    with Catalog.open(args.catalog) as catalog:
+        if args.action == "list":
+            _print_json_or_rows(args, [_entry_dict(e) for e in catalog.tables()], "tables")
+        elif args.action == "show":
+            entry = catalog.table(args.name)
+            info = _entry_dict(entry)
+            if entry.catalog_managed:
+                _, stored = catalog.backend.ratified_commits(entry.table_id)
+                info["unpublished"] = [
+                    {"version": c.version, "staged": c.staged_name} for c in stored
+                ]
+            info["table"] = describe_dict(catalog.snapshot(args.name))
+            _print_json_or_rows(args, info, args.name)
+        else:
+            names = (
+                [args.name]
+                if args.name
+                else [e.name for e in catalog.tables() if e.catalog_managed]
+            )
+            done = [{"name": n, "published": catalog.publish(n)} for n in names]
+            _print_json_or_rows(args, done, "published versions")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="delta-pyspark", description=__doc__)
     parser.add_argument("--traceback", action="store_true", help="show tracebacks on errors")
@@ -170,11 +229,22 @@ def build_parser() -> argparse.ArgumentParser:
             if name == "describe":
                 g.add_argument("--timestamp", default=None, help="e.g. '2024-01-31 10:00:00' (UTC)")
         p.set_defaults(func=fn)
+    cat = sub.add_parser("catalog", help="tables of a catalog; publish ratified commits")
+    cat.add_argument("action", choices=["list", "show", "publish"])
+    cat.add_argument("name", nargs="?", help="table name (show; publish: default all)")
+    cat.add_argument(
+        "--catalog", required=True, help="sqlite:////path/catalog.db or postgresql://..."
+    )
+    cat.add_argument("--json", action="store_true", help="machine-readable output")
+    cat.set_defaults(func=cmd_catalog)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "action", None) == "show" and not args.name:
+        parser.error("catalog show needs a table name")
     try:
         args.func(args)
     except (DeltaError, OSError, ValueError) as e:

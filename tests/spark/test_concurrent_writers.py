@@ -267,21 +267,21 @@ def test_two_users_append_from_version_0(
     """Users 1 and 2 append concurrently from version 0 (both are held at the commit
     point until both have read version 0): one writes 00000000000000000001.json, the
     other is retried and writes 00000000000000000002.json, without error."""
-    from delta_pyspark.core import transaction
+    from delta_pyspark.core.delta_log import DeltaLog
 
     path = str(tmp_path / "table")
     _append(spark, path, SEED, 0, True)
-    real_write_commit = transaction.write_commit
+    real_write_commit = DeltaLog.write_commit
     both_read_v0 = threading.Barrier(2)
     attempted: list[int] = []
 
-    def write_commit(store: Any, log_dir: str, version: int, data: bytes) -> None:
+    def write_commit(log: DeltaLog, version: int, data: bytes) -> None:
         attempted.append(version)
         if version == 1:
             both_read_v0.wait(timeout=120)
-        real_write_commit(store, log_dir, version, data)
+        real_write_commit(log, version, data)
 
-    monkeypatch.setattr(transaction, "write_commit", write_commit)
+    monkeypatch.setattr(DeltaLog, "write_commit", write_commit)
     errors = _run_threads(lambda user: _append(spark, path, user, 0, True), [1, 2])
     monkeypatch.undo()
     assert errors == []

@@ -1,6 +1,6 @@
-"""Writing versions: the atomic put-if-absent of ``NNN.json`` and what follows it.
+"""Writing versions: the commit file's content and what follows the commit.
 
-``write_commit`` is the commit point. ``post_commit`` runs the hooks that are
+The commit point itself is ``DeltaLog.write_commit``. ``post_commit`` runs the hooks that are
 never part of the commit's atomicity: the version checksum, a checkpoint every
 ``delta.checkpointInterval`` versions, expired-log cleanup after a checkpoint, and
 symlink manifests when ``delta.compatibility.symlinkFormatManifest.enabled``.
@@ -23,6 +23,7 @@ from delta_pyspark.core.log_store import LogStore
 from delta_pyspark.core.metadata_cleanup import cleanup_expired_logs
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.table_features import supports
+from delta_pyspark.exceptions import DeltaUnsupportedOperationException
 
 log = logging.getLogger(__name__)
 
@@ -31,11 +32,6 @@ ENGINE_INFO = f"delta-pyspark/{__version__}"
 
 def encode_commit(actions: Iterable[tuple[str, Mapping[str, Any]]]) -> bytes:
     return ("\n".join(encode_action(kind, body) for kind, body in actions) + "\n").encode()
-
-
-def write_commit(store: LogStore, log_dir: str, version: int, data: bytes) -> None:
-    """Create ``version``'s commit file or raise ``FileAlreadyExistsError``."""
-    store.write_if_absent(f"{log_dir}/{commit_name(version)}", data)
 
 
 def commit_info(
@@ -81,9 +77,25 @@ def _json_text(value: Any) -> str:
 
 
 def checkpoint_now(store: LogStore, snapshot: Snapshot) -> None:
-    """Write a checkpoint of ``snapshot`` (v2 when the table has the feature)."""
+    """Write a checkpoint of ``snapshot`` (v2 when the table has the feature).
+
+    A catalog-managed table is checkpointed only at published versions (a checkpoint
+    past ``<v>.json`` would let filesystem listings skip commits the catalog still holds).
+    """
+    if not is_published(store, snapshot):
+        raise DeltaUnsupportedOperationException(
+            f"cannot checkpoint version {snapshot.version} of catalog-managed table "
+            f"{snapshot.table_root}: it is not published yet (publish it first)"
+        )
     v2 = supports(snapshot.protocol, "v2Checkpoint")
     write_checkpoint(store, snapshot.segment.log_dir, snapshot.state, v2=v2)
+
+
+def is_published(store: LogStore, snapshot: Snapshot) -> bool:
+    """Whether ``snapshot``'s version exists as ``<v>.json`` (always, unless catalog-managed)."""
+    if not supports(snapshot.protocol, "catalogManaged"):
+        return True
+    return store.exists(f"{snapshot.segment.log_dir}/{commit_name(snapshot.version)}")
 
 
 def post_commit(store: LogStore, snapshot: Snapshot, txn_id: str | None = None) -> None:
@@ -96,9 +108,13 @@ def post_commit(store: LogStore, snapshot: Snapshot, txn_id: str | None = None) 
         checksum.write_checksum(
             store, snapshot.segment.log_dir, snapshot.state, txn_id=txn_id, ict=ict
         )
-        if snapshot.version > 0 and snapshot.version % props.checkpoint_interval(conf) == 0:
+        due = snapshot.version > 0 and snapshot.version % props.checkpoint_interval(conf) == 0
+        if due and is_published(store, snapshot):
             checkpoint_now(store, snapshot)
-            if props.expired_log_cleanup(conf):
+            # the catalog owns a catalog-managed table's log: no cleanup unless it allows
+            if props.expired_log_cleanup(conf) and not supports(
+                snapshot.protocol, "catalogManaged"
+            ):
                 cleanup_expired_logs(store, snapshot.segment.log_dir, props.log_retention_ms(conf))
     except Exception:  # a hook failure must not turn a committed write into an error
         log.exception("post-commit hook failed for version %d", snapshot.version)

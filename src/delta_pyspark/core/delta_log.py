@@ -22,6 +22,7 @@ from delta_pyspark.core import checksum
 from delta_pyspark.core import table_properties as props
 from delta_pyspark.core.actions import commit_timestamp
 from delta_pyspark.core.checkpoint import load_state
+from delta_pyspark.core.commit_coordinator import CommitCoordinator
 from delta_pyspark.core.log_replay import (
     CommitActions,
     CommitBatch,
@@ -33,12 +34,14 @@ from delta_pyspark.core.log_replay import (
 from delta_pyspark.core.log_segment import (
     LogSegment,
     build_log_segment,
+    commit_name,
     extend_segment,
     list_commits,
     log_dir_of,
+    ratified_segment,
     with_commits,
 )
-from delta_pyspark.core.log_store import LogStore, log_store_for
+from delta_pyspark.core.log_store import FileStatus, LogStore, log_store_for
 from delta_pyspark.core.log_validation import validate_state
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.table_features import check_readable
@@ -46,6 +49,7 @@ from delta_pyspark.exceptions import (
     CorruptLogError,
     DeltaIllegalArgumentException,
     DeltaTableNotFoundError,
+    DeltaUnsupportedOperationException,
     VersionNotFoundError,
 )
 
@@ -69,13 +73,21 @@ class DeltaLog:
     """Entry point to one table's transaction log.
 
     A handle built directly loads every snapshot from storage; the shared handle from
-    ``for_table`` caches the latest one (see the module docstring).
+    ``for_table`` caches the latest one (see the module docstring). With a
+    ``coordinator`` (a catalog-managed table reached through its catalog) commits go
+    through it and reads merge its ratified commits with the published ones.
     """
 
-    def __init__(self, table_root: str, store: LogStore | None = None) -> None:
+    def __init__(
+        self,
+        table_root: str,
+        store: LogStore | None = None,
+        coordinator: CommitCoordinator | None = None,
+    ) -> None:
         self.table_root = table_root.rstrip("/") or "/"
         self.store = store or log_store_for(table_root)
         self.log_dir = log_dir_of(self.table_root)
+        self.coordinator = coordinator
         self._key: _CacheKey | None = None  # set on the shared handle
         self._lock = threading.Lock()  # one refresh at a time per shared handle
         self._latest: Snapshot | None = None
@@ -84,6 +96,42 @@ class DeltaLog:
     def for_table(cls, table_root: str, store: LogStore | None = None) -> DeltaLog:
         """The process-wide handle of ``table_root`` (one per normalised root and store)."""
         return _CACHE.handle(table_root, store)
+
+    @property
+    def access_features(self) -> frozenset[str]:
+        """Table features this handle's access path implements (see ``check_readable``)."""
+        return self.coordinator.features if self.coordinator else frozenset()
+
+    # ------------------------------------------------------------ commits
+
+    def write_commit(self, version: int, data: bytes) -> None:
+        """The commit point: put-if-absent of ``<v>.json``, or the coordinator's ratification.
+        Raises ``FileAlreadyExistsError`` when another commit won ``version``."""
+        if self.coordinator is not None:
+            self.coordinator.commit(version, data)
+        elif not self.store.atomic_put_if_absent:
+            raise DeltaUnsupportedOperationException(
+                f"cannot commit to {self.table_root} by path: its store has no atomic "
+                "put-if-absent, so concurrent commits could overwrite each other; commit "
+                "through a catalog (a catalog-managed table)"
+            )
+        else:
+            self.store.write_if_absent(f"{self.log_dir}/{commit_name(version)}", data)
+
+    def commit_files(self, start: int = 0) -> list[tuple[int, FileStatus]]:
+        """Every commit from ``start`` on, ascending: the listed ones, or for a coordinated
+        table the published ones up to the latest ratified version with the coordinator's
+        commits in place of the versions it still stores."""
+        if self.coordinator is None:
+            return list_commits(self.store, self.table_root, start)
+        ratified = self.coordinator.ratified_commits(start)
+        stored = dict(ratified.unpublished)
+        published = [
+            (v, s)
+            for v, s in list_commits(self.store, self.table_root, start)
+            if v <= ratified.latest_version and v not in stored
+        ]
+        return sorted([*published, *stored.items()], key=lambda c: c[0])
 
     # ------------------------------------------------------------ snapshots
 
@@ -128,7 +176,17 @@ class DeltaLog:
     def _load(self, version: int | None) -> Snapshot:
         if version is not None and version < 0:
             raise VersionNotFoundError(f"invalid version {version}: versions start at 0")
-        segment = build_log_segment(self.store, self.table_root, version)
+        if self.coordinator is not None:
+            ratified = self.coordinator.ratified_commits(0, version)
+            segment = ratified_segment(
+                self.store,
+                self.table_root,
+                version,
+                ratified.latest_version,
+                dict(ratified.unpublished),
+            )
+        else:
+            segment = build_log_segment(self.store, self.table_root, version)
         state = load_state(self.store, segment.checkpoint, self.log_dir)
         state = self._replay(state, segment)
         return self._finish(state, segment)
@@ -136,6 +194,8 @@ class DeltaLog:
     def update(self, snapshot: Snapshot) -> Snapshot:
         """The latest snapshot, listing from ``snapshot``'s version and reading only the
         newer commits; a full load when that cannot be done (see ``extend_segment``)."""
+        if self.coordinator is not None:
+            return self._load(None)
         extended = extend_segment(self.store, snapshot.segment)
         if extended is None:
             return self._load(None)
@@ -150,11 +210,7 @@ class DeltaLog:
     ) -> Snapshot:
         """The snapshot at ``version`` from ``snapshot`` plus the commits after it, all already
         parsed in memory (a writer's winners and its own commit): no log re-read."""
-        statuses = tuple(
-            s
-            for v, s in list_commits(self.store, self.table_root, snapshot.version + 1)
-            if v <= version
-        )
+        statuses = tuple(s for v, s in self.commit_files(snapshot.version + 1) if v <= version)
         state = snapshot.state.apply(version, commits)
         return self._finish(
             state, with_commits(snapshot.segment, version, statuses), snapshot.state
@@ -211,7 +267,7 @@ class DeltaLog:
                 f"{self.table_root}: the metaData action of version {state.version} has no "
                 "schemaString"
             )
-        check_readable(state.protocol, self.table_root)
+        check_readable(state.protocol, self.table_root, self.access_features)
         snapshot = Snapshot(self.table_root, state, segment, self._timestamp_of(state, segment))
         incremental = base is not None and base.metadata == state.metadata
         validate_state(
@@ -260,7 +316,7 @@ class DeltaLog:
         """
         records: list[CommitRecord] = []
         prev = -1
-        for version, status in list_commits(self.store, self.table_root, start):
+        for version, status in self.commit_files(start):
             if end is not None and version > end:
                 break
             info = self._read_commit(status.path).commit_info or {}

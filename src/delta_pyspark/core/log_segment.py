@@ -376,3 +376,38 @@ def _same_anchor(listing: _Listing, segment: LogSegment) -> bool:
         listed = listing.checkpoints.get(segment.version, [])
         return any(c.files == checkpoint.files for c in listed)
     return False
+
+
+def ratified_segment(
+    store: LogStore,
+    table_root: str,
+    version: int | None,
+    latest_ratified: int,
+    unpublished: dict[int, FileStatus],
+) -> LogSegment:
+    """The segment of a catalog-managed table: published files up to the first commit the
+    catalog still stores, then the catalog's (staged) commits up to ``version`` (latest
+    ratified when None). Published files past the latest ratified version are ignored and
+    the catalog's commit wins over a published file of the same version."""
+    log_dir = log_dir_of(table_root)
+    target = latest_ratified if version is None else version
+    if target > latest_ratified:
+        raise VersionNotFoundError(
+            f"cannot time travel to version {version}: the latest version is {latest_ratified}"
+        )
+    if target < 0:
+        raise DeltaTableNotFoundError(f"{table_root} has no ratified commit yet")
+    published_end = min(target, min(unpublished, default=target + 1) - 1)
+    base = (
+        build_log_segment(store, table_root, published_end)
+        if published_end >= 0
+        else LogSegment(log_dir, -1, None, ())
+    )
+    needed = range(base.version + 1, target + 1)
+    missing = [v for v in needed if v not in unpublished]
+    if missing:
+        raise CorruptLogError(
+            f"{log_dir}: ratified commit(s) {missing[:10]} are neither published nor stored "
+            "by the catalog"
+        )
+    return with_commits(base, target, tuple(unpublished[v] for v in needed))

@@ -80,32 +80,41 @@ def reader_features(protocol: Protocol) -> frozenset[str]:
     return frozenset({"columnMapping"}) if protocol.min_reader_version == 2 else frozenset()
 
 
-def check_readable(protocol: Protocol, table: str) -> None:
-    """Refuse, by feature name, a table this implementation cannot read correctly."""
+def check_readable(
+    protocol: Protocol, table: str, access_features: frozenset[str] = frozenset()
+) -> None:
+    """Refuse, by feature name, a table this implementation cannot read correctly.
+
+    ``access_features``: features the caller's access path implements on top of the
+    core (``catalogManaged`` when the table is reached through its catalog).
+    """
     if protocol.min_reader_version > MAX_READER_VERSION:
         raise UnsupportedTableFeatureError(
             f"table {table} requires reader version {protocol.min_reader_version}; "
             f"delta-pyspark supports up to {MAX_READER_VERSION}",
             [f"readerVersion{protocol.min_reader_version}"],
         )
-    missing = sorted(reader_features(protocol) - SUPPORTED_READER_FEATURES)
+    missing = sorted(reader_features(protocol) - SUPPORTED_READER_FEATURES - access_features)
     if missing:
         raise UnsupportedTableFeatureError(
             f"table {table} requires reader feature(s) {', '.join(missing)} "
-            "which delta-pyspark does not support",
+            f"which delta-pyspark does not support{_catalog_hint(missing)}",
             missing,
         )
 
 
 def check_writable(
-    protocol: Protocol, table: str, used_legacy_features: frozenset[str] = frozenset()
+    protocol: Protocol,
+    table: str,
+    used_legacy_features: frozenset[str] = frozenset(),
+    access_features: frozenset[str] = frozenset(),
 ) -> None:
     """Refuse to write a table needing a writer feature we lack.
 
     For legacy protocols only features actually in use count (``used_legacy_features``,
     e.g. generated columns found in the schema); explicit v7 lists count in full.
     """
-    check_readable(protocol, table)
+    check_readable(protocol, table, access_features)
     if protocol.min_writer_version > MAX_WRITER_VERSION:
         raise UnsupportedTableFeatureError(
             f"table {table} requires writer version {protocol.min_writer_version}; "
@@ -117,13 +126,19 @@ def check_writable(
         if protocol.min_writer_version >= 7
         else implied_writer_features(protocol) & used_legacy_features
     )
-    missing = sorted(needed - SUPPORTED_WRITER_FEATURES)
+    missing = sorted(needed - SUPPORTED_WRITER_FEATURES - access_features)
     if missing:
         raise UnsupportedTableFeatureError(
             f"table {table} requires writer feature(s) {', '.join(missing)} "
-            "which delta-pyspark does not support for writing",
+            f"which delta-pyspark does not support for writing{_catalog_hint(missing)}",
             missing,
         )
+
+
+def _catalog_hint(missing: list[str]) -> str:
+    if "catalogManaged" in missing:
+        return " by path: a catalog-managed table is read and written through its catalog"
+    return ""
 
 
 def supports(protocol: Protocol, feature: str) -> bool:

@@ -27,7 +27,7 @@ from delta_pyspark.core.column_mapping import (
     to_physical_schema,
     with_column_mapping,
 )
-from delta_pyspark.core.commit import commit_info, encode_commit, post_commit, write_commit
+from delta_pyspark.core.commit import commit_info, encode_commit, post_commit
 from delta_pyspark.core.conflict_checker import (
     ConflictContext,
     IsolationLevel,
@@ -40,7 +40,6 @@ from delta_pyspark.core.deletion_vectors import DeletionVectorWriter
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.expressions import Expr
 from delta_pyspark.core.log_replay import CommitActions, action_key, parse_actions
-from delta_pyspark.core.log_segment import commit_name, list_commits
 from delta_pyspark.core.row_deletion import FileRowDeletes, mark_rows_deleted, rebase
 from delta_pyspark.core.schema import parse_schema_string, to_arrow_schema
 from delta_pyspark.core.snapshot import Snapshot
@@ -207,7 +206,12 @@ class Transaction:
         Writes and DML call this before writing any data file; the commit checks the
         protocol it commits again.
         """
-        check_writable(self.protocol, self.log.table_root, _legacy_features_in_use(self.metadata))
+        check_writable(
+            self.protocol,
+            self.log.table_root,
+            _legacy_features_in_use(self.metadata),
+            self.log.access_features,
+        )
 
     def check_data_removable(self) -> None:
         """Refuse an operation that removes or changes rows on an append-only table.
@@ -278,63 +282,98 @@ class Transaction:
         user_metadata: str | None = None,
     ) -> Snapshot:
         """Commit atomically; retries past non-conflicting winners; returns the new snapshot."""
+        self.prepare_commit(operation, parameters, metrics, user_metadata)
+        while True:
+            data = self.next_attempt()
+            try:
+                self.log.write_commit(self.pending_version, data)
+                break
+            except FileAlreadyExistsError:
+                self.rebase_past_winners()
+        return self.finish_commit()
+
+    # The steps of ``commit``, public so a multi-table transaction can interleave several
+    # tables' attempts and ratify them together.
+
+    def prepare_commit(
+        self,
+        operation: str,
+        parameters: Mapping[str, Any] | None = None,
+        metrics: Mapping[str, Any] | None = None,
+        user_metadata: str | None = None,
+    ) -> None:
+        """Validate and fix what every attempt commits; nothing is written yet."""
         if self.committed_version is not None:
             raise DeltaError("transaction already committed")
         self._validate()
-        isolation = self.isolation_level()
-        store, log_dir = self.log.store, self.log.log_dir
-        version = self.read_version + 1
-        winners: list[CommitActions] = []
-        ctx: ConflictContext | None = None
+        self._isolation = self.isolation_level()
+        self._operation = (operation, dict(parameters or {}), metrics, user_metadata)
+        self.pending_version = self.read_version + 1
+        self._winners: list[CommitActions] = []
+        self._ctx: ConflictContext | None = None
         self._close_dv_writers()
-        enabling_ict = self._enables_in_commit_timestamps()
-        previous_mtime = self.snapshot.timestamp if self.snapshot else 0  # the read version's
-        while True:
-            self.attempts += 1
-            ict = None
-            if props.in_commit_timestamps(self.metadata.configuration):
-                ict = max(int(time.time() * 1000), self._latest_timestamp(winners) + 1)
-                if enabling_ict:  # after the previous commit's file time, recorded as such
-                    ict = max(ict, previous_mtime + 1)
-                    self._stamp_ict_enablement(version, ict)
-            info = commit_info(
-                operation,
-                parameters or {},
-                self.read_version,
-                isolation.value,
-                self.is_blind_append,
-                metrics,
-                user_metadata,
-                self.txn_id,
-                ict,
+        self._enabling_ict = self._enables_in_commit_timestamps()
+        self._previous_mtime = self.snapshot.timestamp if self.snapshot else 0
+
+    def next_attempt(self) -> bytes:
+        """The commit file of the next attempt at ``pending_version``."""
+        self.attempts += 1
+        version = self.pending_version
+        ict = None
+        if props.in_commit_timestamps(self.metadata.configuration):
+            ict = max(int(time.time() * 1000), self._latest_timestamp(self._winners) + 1)
+            if self._enabling_ict:  # after the previous commit's file time, recorded as such
+                ict = max(ict, self._previous_mtime + 1)
+                self._stamp_ict_enablement(version, ict)
+        operation, parameters, metrics, user_metadata = self._operation
+        info = commit_info(
+            operation,
+            parameters,
+            self.read_version,
+            self._isolation.value,
+            self.is_blind_append,
+            metrics,
+            user_metadata,
+            self.txn_id,
+            ict,
+        )
+        self._pending_actions = self._actions(info)
+        return encode_commit(self._pending_actions)
+
+    def rebase_past_winners(self) -> None:
+        """After losing ``pending_version``: check every winner for a logical conflict
+        (raising the typed conflict) and move past them to the next free version."""
+        if self.read_version < 0:
+            first = self.log.commit_files(0)[0][1]
+            winner = parse_actions(self.log.store.read(first.path), "version 0")
+            check_commit(self._conflict_ctx(), 0, winner)
+            raise ProtocolChangedException("the table was created concurrently")
+        if self.attempts >= self.max_attempts:
+            raise DeltaError(
+                f"gave up committing to {self.log.table_root} after {self.attempts} "
+                "attempts; concurrent writers kept winning"
             )
-            actions = self._actions(info)
-            try:
-                write_commit(store, log_dir, version, encode_commit(actions))
-                break
-            except FileAlreadyExistsError:
-                if self.read_version < 0:
-                    winner = parse_actions(store.read(f"{log_dir}/{commit_name(0)}"), "version 0")
-                    ctx = ctx or self._conflict_context(isolation)
-                    check_commit(ctx, 0, winner)
-                    raise ProtocolChangedException("the table was created concurrently") from None
-                if self.attempts >= self.max_attempts:
-                    raise DeltaError(
-                        f"gave up committing to {self.log.table_root} after {self.attempts} "
-                        "attempts; concurrent writers kept winning"
-                    ) from None
-                ctx = ctx or self._conflict_context(isolation)
-                for v, status in list_commits(store, self.log.table_root, version):
-                    winner = parse_actions(store.read(status.path), status.path)
-                    self._rebase(ctx, check_commit(ctx, v, winner), winner, v)
-                    winners.append(winner)
-                    version = v + 1
-                    previous_mtime = status.modification_time
-                self._close_dv_writers()
+        ctx = self._conflict_ctx()
+        for v, status in self.log.commit_files(self.pending_version):
+            winner = parse_actions(self.log.store.read(status.path), status.path)
+            self._rebase(ctx, check_commit(ctx, v, winner), winner, v)
+            self._winners.append(winner)
+            self.pending_version = v + 1
+            self._previous_mtime = status.modification_time
+        self._close_dv_writers()
+
+    def _conflict_ctx(self) -> ConflictContext:
+        if self._ctx is None:
+            self._ctx = self._conflict_context(self._isolation)
+        return self._ctx
+
+    def finish_commit(self) -> Snapshot:
+        """After the last attempt won: the new snapshot, with the post-commit hooks run."""
+        version = self.pending_version
         self.committed_version = version
-        committed = parse_actions(encode_commit(actions), f"version {version}")
-        snapshot = self._post_commit_snapshot(version, winners, committed)
-        post_commit(store, snapshot, self.txn_id)
+        committed = parse_actions(encode_commit(self._pending_actions), f"version {version}")
+        snapshot = self._post_commit_snapshot(version, self._winners, committed)
+        post_commit(self.log.store, snapshot, self.txn_id)
         return snapshot
 
     def _close_dv_writers(self) -> None:
