@@ -35,8 +35,17 @@ SESSION_DEFAULTS = {
 }
 
 
+# delta-spark's session settings name JVM classes of its jar, which is not on the classpath
+# here: Spark would fail later with "Cannot find catalog plugin class" or skip the extension.
+DELTA_SPARK_CONFS = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+}
+
+
 def configure_spark_with_delta(builder: SparkSession.Builder) -> SparkSession.Builder:
     """Counterpart of delta-spark's ``configure_spark_with_delta_pip``."""
+    _refuse_delta_spark_confs(getattr(builder, "_options", {}))
     for key, value in SESSION_DEFAULTS.items():
         builder = builder.config(key, value)
     options = getattr(builder, "_options", {})
@@ -48,6 +57,21 @@ def configure_spark_with_delta(builder: SparkSession.Builder) -> SparkSession.Bu
     _enable_planner_on_create(builder)
     install()
     return builder
+
+
+def _refuse_delta_spark_confs(options: dict[str, Any]) -> None:
+    """A builder set up for delta-spark fails here, naming the settings to drop."""
+    found = [
+        f"{key}={value}"
+        for key, value in DELTA_SPARK_CONFS.items()
+        if value in [v.strip() for v in str(options.get(key) or "").split(",")]
+    ]
+    if found:
+        raise DeltaIllegalArgumentException(
+            f"delta-spark's session settings {', '.join(found)} name JVM classes that are not "
+            "on this classpath: remove them from the builder; configure_spark_with_delta(builder) "
+            "sets everything delta-pyspark needs"
+        )
 
 
 def _enable_planner_on_create(builder: SparkSession.Builder) -> None:

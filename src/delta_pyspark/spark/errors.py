@@ -68,8 +68,8 @@ def install() -> None:
     """Give every mapped class its PySpark base (idempotent)."""
     if getattr(ex.DeltaError, "_pyspark_bases", False):
         return
-    ex.DeltaError.__init__ = _init  # type: ignore[method-assign]
-    ex.DeltaError.__str__ = _str  # type: ignore[method-assign]
+    ex.DeltaError.__init__ = _init  # type: ignore[method-assign,assignment]
+    ex.DeltaError.__str__ = _str  # type: ignore[method-assign,assignment]
     ex.DeltaError.getMessage = _message  # type: ignore[attr-defined]
     for cls, base in PYSPARK_BASES.items():
         if not issubclass(cls, base):
