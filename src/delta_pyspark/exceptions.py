@@ -26,6 +26,10 @@ class DeltaIllegalArgumentException(DeltaError, ValueError):
     """An argument that can never be valid."""
 
 
+class DeltaTypeError(DeltaError, TypeError):
+    """An argument of the wrong type (delta-spark's Python API raises ``TypeError`` there)."""
+
+
 class DeltaTableNotFoundError(DeltaAnalysisException):
     """The path holds no Delta table (no ``_delta_log`` or no commits)."""
 

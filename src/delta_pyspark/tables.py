@@ -25,8 +25,10 @@ from delta_pyspark.exceptions import (
     DeltaAnalysisException,
     DeltaIllegalArgumentException,
     DeltaTableNotFoundError,
+    DeltaUnsupportedOperationException,
 )
 from delta_pyspark.session import install, load_table
+from delta_pyspark.spark import arguments as args
 from delta_pyspark.spark.catalog import table_location
 from delta_pyspark.spark.delete import execute_delete
 from delta_pyspark.spark.merge import DeltaMergeBuilder
@@ -50,7 +52,20 @@ class DeltaTable:
     # ------------------------------------------------------------ construction
 
     @classmethod
-    def forPath(cls, sparkSession: SparkSession, path: str) -> DeltaTable:
+    def forPath(
+        cls,
+        sparkSession: SparkSession,
+        path: str,
+        hadoopConf: Mapping[str, str] | None = None,
+    ) -> DeltaTable:
+        args.check_str(path, "path")
+        if hadoopConf:
+            # the log is read by Python, not through Hadoop: such settings would be ignored
+            keys = ", ".join(sorted(args.check_dict(hadoopConf, "hadoopConf")))
+            raise DeltaIllegalArgumentException(
+                f"forPath's hadoopConf ({keys}) is not supported: delta-pyspark reads the log "
+                "without Hadoop file systems"
+            )
         log = DeltaLog.for_table(path)
         if not log.is_delta_table():
             raise DeltaTableNotFoundError(f"{path} is not a Delta table")
@@ -58,6 +73,7 @@ class DeltaTable:
 
     @classmethod
     def forName(cls, sparkSession: SparkSession, tableOrViewName: str) -> DeltaTable:
+        args.check_str(tableOrViewName, "tableOrViewName")
         location = table_location(sparkSession, tableOrViewName)
         if not DeltaLog.for_table(location).is_delta_table():
             raise DeltaTableNotFoundError(
@@ -67,6 +83,7 @@ class DeltaTable:
 
     @classmethod
     def isDeltaTable(cls, sparkSession: SparkSession, identifier: str) -> bool:
+        args.check_str(identifier, "identifier")
         return DeltaLog(identifier).is_delta_table()
 
     @classmethod
@@ -97,6 +114,7 @@ class DeltaTable:
         return df.alias(self._alias) if self._alias else df
 
     def alias(self, aliasName: str) -> DeltaTable:
+        args.check_str(aliasName, "aliasName")
         return DeltaTable(self._spark, self._path, aliasName)
 
     def history(self, limit: int | None = None) -> DataFrame:
@@ -114,6 +132,8 @@ class DeltaTable:
             StructType as ST,
         )
 
+        if limit is not None:
+            args.check_int(limit, "limit")
         rows = []
         for r in self._log.history(limit):
             rows.append(
@@ -183,6 +203,8 @@ class DeltaTable:
     # ------------------------------------------------------------ protocol
 
     def upgradeTableProtocol(self, readerVersion: int, writerVersion: int) -> None:
+        args.check_version(readerVersion, "readerVersion")
+        args.check_version(writerVersion, "writerVersion")
         s = self._snapshot()
         p = s.protocol
         if readerVersion < p.min_reader_version or writerVersion < p.min_writer_version:
@@ -205,6 +227,7 @@ class DeltaTable:
         txn.commit("UPGRADE PROTOCOL", {"newProtocol": json.dumps(new.to_dict())})
 
     def addFeatureSupport(self, featureName: str) -> None:
+        args.check_str(featureName, "featureName")
         s = self._snapshot()
         new = with_features(s.protocol, {featureName})
         check_writable(new, self._path)
@@ -221,6 +244,7 @@ class DeltaTable:
 
         Returns a one-row DataFrame ``num_affected_rows`` (what SQL DELETE returns).
         """
+        args.check_condition(condition)
         metrics = execute_delete(self._spark, self._log, condition)
         return self._affected(metrics.get("numDeletedRows"))
 
@@ -233,13 +257,14 @@ class DeltaTable:
 
         Returns a one-row DataFrame ``num_affected_rows`` (what SQL UPDATE returns).
         """
-        if set is None and isinstance(condition, Mapping):
-            condition, set = None, condition  # update(set) positionally, as delta-spark allows
-        metrics = execute_update(self._spark, self._log, condition, set or {})
+        assignments = args.check_assignments(set, "'set'")
+        args.check_condition(condition)
+        metrics = execute_update(self._spark, self._log, condition, assignments)
         return self._affected(metrics["numUpdatedRows"])
 
     def merge(self, source: DataFrame, condition: str | Column) -> DeltaMergeBuilder:
         """Start a MERGE of ``source`` into this table on ``condition``."""
+        args.check_merge_source(source, condition)
         return DeltaMergeBuilder(self._spark, self._log, self._alias, source, condition)
 
     # ------------------------------------------------------------ maintenance
@@ -268,17 +293,22 @@ class DeltaTable:
         """
         from delta_pyspark.spark.vacuum import execute_vacuum
 
-        return execute_vacuum(self._spark, self._log, retentionHours, dry_run=dryRun)
+        hours = None if retentionHours is None else _hours(retentionHours)
+        return execute_vacuum(
+            self._spark, self._log, hours, dry_run=args.check_bool(dryRun, "dryRun")
+        )
 
     def restoreToVersion(self, version: int) -> DataFrame:
         from delta_pyspark.spark.restore import execute_restore
 
-        return execute_restore(self._spark, self._log, version=version)
+        return execute_restore(self._spark, self._log, version=args.check_int(version, "version"))
 
     def restoreToTimestamp(self, timestamp: str) -> DataFrame:
         from delta_pyspark.spark.restore import execute_restore
 
-        return execute_restore(self._spark, self._log, timestamp=timestamp)
+        return execute_restore(
+            self._spark, self._log, timestamp=args.check_str(timestamp, "timestamp")
+        )
 
     def clone(
         self,
@@ -320,6 +350,17 @@ class DeltaTable:
     ) -> DeltaTable:
         from delta_pyspark.spark.clone import execute_clone
 
+        args.check_str(target, "target")
+        args.check_bool(shallow, "isShallow")
+        args.check_bool(replace, "replace")
+        if version is not None:
+            args.check_int(version, "version")
+        if timestamp is not None:
+            args.check_str(timestamp, "timestamp")
+        if properties is not None:
+            for key, value in args.check_dict(properties, "properties").items():
+                args.check_str(key, f"All property keys including {key}")
+                args.check_str(value, f"All property values including {value}")
         path = execute_clone(
             self._spark,
             self._log,
@@ -378,6 +419,15 @@ class DeltaTable:
         return self._spark.createDataFrame([(rows,)], "num_affected_rows long")
 
 
+def _hours(value: Any) -> float:
+    """``vacuum``'s retention: a number of hours, as delta-spark's ``float(retentionHours)``."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise DeltaIllegalArgumentException(
+            f"retentionHours needs to be a number but got '{type(value)}'."
+        )
+    return float(value)
+
+
 def _datetime(ms: int) -> Any:
     from datetime import datetime
 
@@ -400,14 +450,17 @@ class DeltaTableBuilder:
         self._comment: str | None = None
 
     def tableName(self, identifier: str) -> DeltaTableBuilder:
+        args.check_type(isinstance(identifier, str), "Identifier must be str.", [identifier])
         self._name = identifier
         return self
 
     def location(self, location: str) -> DeltaTableBuilder:
+        args.check_type(isinstance(location, str), "Location must be str.", [location])
         self._location = location
         return self
 
     def comment(self, comment: str) -> DeltaTableBuilder:
+        args.check_type(isinstance(comment, str), "Table comment must be str.", [comment])
         self._comment = comment
         return self
 
@@ -417,6 +470,7 @@ class DeltaTableBuilder:
         dataType: Any,
         nullable: bool = True,
         generatedAlwaysAs: str | None = None,
+        generatedByDefaultAs: Any = None,
         comment: str | None = None,
     ) -> DeltaTableBuilder:
         from pyspark.sql.types import DataType as SparkDataType
@@ -424,8 +478,23 @@ class DeltaTableBuilder:
         from pyspark.sql.types import StructType as SparkStruct
         from pyspark.sql.types import _parse_datatype_string
 
+        args.check_type(isinstance(colName, str), "Column name must be str.", [colName])
+        args.check_type(
+            isinstance(dataType, str | SparkDataType),
+            "Column data type must be str or DataType.",
+            [dataType],
+        )
+        args.check_type(isinstance(nullable, bool), "Column nullable must be bool.", [nullable])
+        if comment is not None:
+            args.check_type(isinstance(comment, str), "Column comment must be str.", [comment])
         if generatedAlwaysAs is not None:
-            raise DeltaAnalysisException("generated columns are not supported yet")
+            raise DeltaUnsupportedOperationException(
+                "generated and identity columns (generatedAlwaysAs) are not supported yet"
+            )
+        if generatedByDefaultAs is not None:
+            raise DeltaUnsupportedOperationException(
+                "identity columns (generatedByDefaultAs) are not supported yet"
+            )
         spark_type = (
             dataType if isinstance(dataType, SparkDataType) else _parse_datatype_string(dataType)
         )
@@ -435,18 +504,35 @@ class DeltaTableBuilder:
         return self
 
     def addColumns(self, cols: Any) -> DeltaTableBuilder:
-        for f in cols.fields if hasattr(cols, "fields") else cols:
-            self.addColumn(f.name, f.dataType, f.nullable)
+        from pyspark.sql.types import StructField as SparkField
+        from pyspark.sql.types import StructType as SparkStruct
+
+        if isinstance(cols, list):
+            for c in cols:
+                args.check_type(
+                    isinstance(c, SparkField), "Column in existing schema must be StructField.", [c]
+                )
+            cols = SparkStruct(cols)
+        args.check_type(
+            isinstance(cols, SparkStruct),
+            "Schema must be StructType or a list of StructField.",
+            [cols],
+        )
+        for f in cols.fields:
+            self.addColumn(f.name, f.dataType, f.nullable, comment=f.metadata.get("comment"))
         return self
 
     def partitionedBy(self, *cols: Any) -> DeltaTableBuilder:
-        if len(cols) == 1 and isinstance(cols[0], list | tuple):
-            cols = tuple(cols[0])
-        self._partitions = list(cols)
+        self._partitions = args.column_names(cols, "Partitioning column")
         return self
 
     def property(self, key: str, value: str) -> DeltaTableBuilder:
-        self._properties[key] = str(value)
+        args.check_type(
+            isinstance(key, str) and isinstance(value, str),
+            "Key and value of property must be string.",
+            [key, value],
+        )
+        self._properties[key] = value
         return self
 
     def execute(self) -> DeltaTable:

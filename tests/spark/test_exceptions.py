@@ -14,6 +14,7 @@ from pyspark.errors import (
     AnalysisException,
     IllegalArgumentException,
     PySparkException,
+    PySparkTypeError,
     UnsupportedOperationException,
 )
 from pyspark.sql import SparkSession
@@ -32,6 +33,7 @@ EXPECTED = {
     ex.DeltaSchemaChangedError: AnalysisException,
     ex.SchemaMismatchError: AnalysisException,
     ex.DeltaIllegalArgumentException: IllegalArgumentException,
+    ex.DeltaTypeError: PySparkTypeError,
     ex.DeltaUnsupportedOperationException: UnsupportedOperationException,
     ex.DeltaPlannerUnsupportedError: UnsupportedOperationException,
     ex.CorruptLogError: PySparkException,

@@ -15,6 +15,7 @@ from pyspark.errors import (
     AnalysisException,
     IllegalArgumentException,
     PySparkException,
+    PySparkTypeError,
     UnsupportedOperationException,
 )
 
@@ -22,12 +23,14 @@ from delta_pyspark import exceptions as ex
 
 # Each class's PySpark base, chosen as delta-spark's error reaches a PySpark user: its
 # AnalysisException / IllegalArgumentException / UnsupportedOperationException subclasses
-# as PySpark's classes of those names, its concurrency conflicts as PySparkException (the
-# base of delta-spark's Python ``delta.exceptions``), the rest (JVM errors PySpark has no
-# class for) as PySparkException. Subclasses inherit their parent's base.
+# as PySpark's classes of those names, its Python API's TypeErrors as PySparkTypeError, its
+# concurrency conflicts as PySparkException (the base of delta-spark's Python
+# ``delta.exceptions``), the rest (JVM errors PySpark has no class for) as PySparkException.
+# Subclasses inherit their parent's base.
 PYSPARK_BASES: dict[type[ex.DeltaError], type[PySparkException]] = {
     ex.DeltaAnalysisException: AnalysisException,
     ex.DeltaIllegalArgumentException: IllegalArgumentException,
+    ex.DeltaTypeError: PySparkTypeError,
     ex.DeltaUnsupportedOperationException: UnsupportedOperationException,
     ex.DeltaConcurrentModificationException: PySparkException,
     ex.CorruptLogError: PySparkException,
