@@ -76,5 +76,8 @@ def install() -> None:
     ex.DeltaError.getMessage = _message  # type: ignore[attr-defined]
     for cls, base in PYSPARK_BASES.items():
         if not issubclass(cls, base):
-            cls.__bases__ = (*cls.__bases__, base)
+            # after our bases, before builtin ones (PySparkTypeError precedes TypeError)
+            ours = tuple(b for b in cls.__bases__ if issubclass(b, ex.DeltaError))
+            builtin = tuple(b for b in cls.__bases__ if b not in ours)
+            cls.__bases__ = (*ours, base, *builtin)
     ex.DeltaError._pyspark_bases = True  # type: ignore[attr-defined]
