@@ -173,7 +173,7 @@ class DeltaMergeBuilder:
     def whenMatchedUpdate(
         self, condition: Any = None, set: Mapping[str, Any] | None = None
     ) -> DeltaMergeBuilder:
-        assignments = _assignments(set, "'set' in whenMatchedUpdate", condition)
+        assignments = _assignments(set, "'set' in whenMatchedUpdate", condition, self._alias)
         return self._with(MergeClause("matched", "update", condition, assignments))
 
     def whenMatchedUpdateAll(self, condition: Any = None) -> DeltaMergeBuilder:
@@ -185,7 +185,9 @@ class DeltaMergeBuilder:
     def whenNotMatchedInsert(
         self, condition: Any = None, values: Mapping[str, Any] | None = None
     ) -> DeltaMergeBuilder:
-        assignments = _assignments(values, "'values' in whenNotMatchedInsert", condition)
+        assignments = _assignments(
+            values, "'values' in whenNotMatchedInsert", condition, self._alias
+        )
         return self._with(MergeClause("notMatched", "insert", condition, assignments))
 
     def whenNotMatchedInsertAll(self, condition: Any = None) -> DeltaMergeBuilder:
@@ -194,7 +196,9 @@ class DeltaMergeBuilder:
     def whenNotMatchedBySourceUpdate(
         self, condition: Any = None, set: Mapping[str, Any] | None = None
     ) -> DeltaMergeBuilder:
-        assignments = _assignments(set, "'set' in whenNotMatchedBySourceUpdate", condition)
+        assignments = _assignments(
+            set, "'set' in whenNotMatchedBySourceUpdate", condition, self._alias
+        )
         return self._with(MergeClause("notMatchedBySource", "update", condition, assignments))
 
     def whenNotMatchedBySourceDelete(self, condition: Any = None) -> DeltaMergeBuilder:
@@ -233,14 +237,20 @@ class DeltaMergeBuilder:
         )
 
 
-def _assignments(value: Any, name: str, condition: Any) -> Mapping[str, Any]:
+def _assignments(
+    value: Any, name: str, condition: Any, target_alias: str | None
+) -> Mapping[str, Any]:
     """A clause's ``set``/``values``, checked as delta-spark checks them (before the
-    clause's condition), and not empty."""
+    clause's condition), not empty, and with target columns named without the target's
+    alias (``{"t.key": ...}`` sets ``key``, as Spark resolves ``t.key`` against the target)."""
     checked = arguments.check_assignments(value, name)
     arguments.check_condition(condition)
     if not checked:
         raise DeltaAnalysisException(f"{name} needs at least one column assignment")
-    return checked
+    if target_alias is None:
+        return checked
+    prefix = f"{target_alias.lower()}."
+    return {k[len(prefix) :] if k.lower().startswith(prefix) else k: v for k, v in checked.items()}
 
 
 def _validate_clauses(clauses: tuple[MergeClause, ...]) -> None:
