@@ -1,13 +1,21 @@
 """Typed errors, named as delta-spark names them so user code ports unchanged.
 
-This module is Spark-free: the core raises these, the API layer re-exports them.
+This module is Spark-free: the core raises these, the API layer re-exports them. Once
+the Spark layer is imported (``delta_pyspark.spark.integration``) each class also derives from
+the PySpark exception delta-spark users catch for the same error (``AnalysisException``, ...).
 """
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 
 class DeltaError(Exception):
     """Base class of every error this package raises on purpose."""
+
+    #: delta-spark's error class for this error, where it has exactly one (PySpark's
+    #: ``getCondition()``); None where delta-spark's depends on the case.
+    error_class: ClassVar[str | None] = None
 
 
 class DeltaAnalysisException(DeltaError):
@@ -22,8 +30,14 @@ class DeltaIllegalArgumentException(DeltaError, ValueError):
     """An argument that can never be valid."""
 
 
+class DeltaTypeError(DeltaError, TypeError):
+    """An argument of the wrong type (delta-spark's Python API raises ``TypeError`` there)."""
+
+
 class DeltaTableNotFoundError(DeltaAnalysisException):
     """The path holds no Delta table (no ``_delta_log`` or no commits)."""
+
+    error_class = "DELTA_MISSING_DELTA_TABLE"
 
 
 class VersionNotFoundError(DeltaAnalysisException):
@@ -38,6 +52,8 @@ class ChecksumMismatchError(CorruptLogError):
     """A version checksum (``NNN.crc``) disagrees with the replayed log: one of them is
     damaged, so the version is not read (delta-spark: DELTA_TXN_LOG_FAILED_INTEGRITY)."""
 
+    error_class = "DELTA_TXN_LOG_FAILED_INTEGRITY"
+
 
 class UnsupportedTableFeatureError(DeltaError):
     """The table needs a reader or writer feature this implementation lacks."""
@@ -46,6 +62,10 @@ class UnsupportedTableFeatureError(DeltaError):
         super().__init__(message)
         self.features = features
 
+    def __reduce__(self) -> tuple[type, tuple[str, list[str]]]:
+        # the default rebuilds from ``args`` (the message only): keep the features too
+        return (type(self), (str(self.args[0]), self.features))
+
 
 class DeltaUnsupportedOperationException(DeltaError):
     """The operation cannot be carried out as asked (e.g. an ambiguous MERGE)."""
@@ -53,6 +73,8 @@ class DeltaUnsupportedOperationException(DeltaError):
 
 class DeltaSchemaChangedError(DeltaAnalysisException):
     """The table's schema changed incompatibly between a DataFrame's analysis and its scan."""
+
+    error_class = "DELTA_SCHEMA_CHANGED"
 
 
 class DeltaPlannerUnsupportedError(DeltaUnsupportedOperationException):
@@ -70,6 +92,8 @@ class FileAlreadyExistsError(DeltaError):
 class SchemaMismatchError(DeltaAnalysisException):
     """Data written does not match the table schema (delta-spark's schema enforcement)."""
 
+    error_class = "DELTA_METADATA_MISMATCH"
+
 
 class InvariantViolationError(DeltaError):
     """A NOT NULL column, CHECK constraint or invariant rejected a row."""
@@ -82,22 +106,34 @@ class DeltaConcurrentModificationException(DeltaError):
 class ConcurrentAppendException(DeltaConcurrentModificationException):
     """Files were added where this transaction read (its predicates match them)."""
 
+    error_class = "DELTA_CONCURRENT_APPEND"
+
 
 class ConcurrentDeleteReadException(DeltaConcurrentModificationException):
     """A file this transaction read was removed by a concurrent commit."""
+
+    error_class = "DELTA_CONCURRENT_DELETE_READ"
 
 
 class ConcurrentDeleteDeleteException(DeltaConcurrentModificationException):
     """A file (or row) this transaction removes was already removed concurrently."""
 
+    error_class = "DELTA_CONCURRENT_DELETE_DELETE"
+
 
 class MetadataChangedException(DeltaConcurrentModificationException):
     """Schema, partitioning or table properties changed concurrently."""
+
+    error_class = "DELTA_METADATA_CHANGED"
 
 
 class ProtocolChangedException(DeltaConcurrentModificationException):
     """The protocol changed concurrently, or another writer created the table first."""
 
+    error_class = "DELTA_PROTOCOL_CHANGED"
+
 
 class ConcurrentTransactionException(DeltaConcurrentModificationException):
     """Two writers used the same application transaction id concurrently."""
+
+    error_class = "DELTA_CONCURRENT_TRANSACTION"

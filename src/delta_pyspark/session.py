@@ -10,9 +10,11 @@ and with it a Delta table's history.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pyspark.sql import DataFrame, SparkSession
 
-from delta_pyspark.exceptions import DeltaJvmExtensionError
+from delta_pyspark.exceptions import DeltaIllegalArgumentException, DeltaJvmExtensionError
 from delta_pyspark.spark import planner
 from delta_pyspark.spark.catalog import save_as_table
 from delta_pyspark.spark.integration import (
@@ -32,11 +34,20 @@ SESSION_DEFAULTS = {
 }
 
 
+# delta-spark's session settings name JVM classes of its jar, which is not on the classpath
+# here: Spark would fail later with "Cannot find catalog plugin class" or skip the extension.
+DELTA_SPARK_CONFS = {
+    "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+    "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+}
+
+
 def configure_spark_with_delta(builder: SparkSession.Builder) -> SparkSession.Builder:
     """Counterpart of delta-spark's ``configure_spark_with_delta_pip``."""
     options = getattr(builder, "_options", {})
     check_spark_version()
     check_not_connect(options)
+    _refuse_delta_spark_confs(options)
     for key, value in SESSION_DEFAULTS.items():
         builder = builder.config(key, value)
     builder = builder.config("spark.jars", with_extension_jar(options.get("spark.jars")))
@@ -49,6 +60,21 @@ def configure_spark_with_delta(builder: SparkSession.Builder) -> SparkSession.Bu
     on_session_created(builder, _enable)
     install()
     return builder
+
+
+def _refuse_delta_spark_confs(options: dict[str, Any]) -> None:
+    """A builder set up for delta-spark fails here, naming the settings to drop."""
+    found = [
+        f"{key}={value}"
+        for key, value in DELTA_SPARK_CONFS.items()
+        if value in [v.strip() for v in str(options.get(key) or "").split(",")]
+    ]
+    if found:
+        raise DeltaIllegalArgumentException(
+            f"delta-spark's session settings {', '.join(found)} name JVM classes that are not "
+            "on this classpath: remove them from the builder; configure_spark_with_delta(builder) "
+            "sets everything delta-pyspark needs"
+        )
 
 
 def _enable(spark: SparkSession) -> bool:

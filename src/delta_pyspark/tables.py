@@ -25,8 +25,10 @@ from delta_pyspark.exceptions import (
     DeltaAnalysisException,
     DeltaIllegalArgumentException,
     DeltaTableNotFoundError,
+    DeltaUnsupportedOperationException,
 )
 from delta_pyspark.session import install, load_table
+from delta_pyspark.spark import arguments as args
 from delta_pyspark.spark.catalog import lookup, register, table_location
 from delta_pyspark.spark.delete import execute_delete
 from delta_pyspark.spark.merge import DeltaMergeBuilder
@@ -64,7 +66,20 @@ class DeltaTable:
     # ------------------------------------------------------------ construction
 
     @classmethod
-    def forPath(cls, sparkSession: SparkSession, path: str) -> DeltaTable:
+    def forPath(
+        cls,
+        sparkSession: SparkSession,
+        path: str,
+        hadoopConf: Mapping[str, str] | None = None,
+    ) -> DeltaTable:
+        args.check_str(path, "path")
+        if hadoopConf:
+            # the log is read by Python, not through Hadoop: such settings would be ignored
+            keys = ", ".join(sorted(args.check_dict(hadoopConf, "hadoopConf")))
+            raise DeltaIllegalArgumentException(
+                f"forPath's hadoopConf ({keys}) is not supported: delta-pyspark reads the log "
+                "without Hadoop file systems"
+            )
         log = DeltaLog.for_table(path)
         if not log.is_delta_table():
             raise DeltaTableNotFoundError(f"{path} is not a Delta table")
@@ -72,6 +87,7 @@ class DeltaTable:
 
     @classmethod
     def forName(cls, sparkSession: SparkSession, tableOrViewName: str) -> DeltaTable:
+        args.check_str(tableOrViewName, "tableOrViewName")
         location = table_location(sparkSession, tableOrViewName)
         if not DeltaLog.for_table(location).is_delta_table():
             raise DeltaTableNotFoundError(
@@ -81,6 +97,7 @@ class DeltaTable:
 
     @classmethod
     def isDeltaTable(cls, sparkSession: SparkSession, identifier: str) -> bool:
+        args.check_str(identifier, "identifier")
         return DeltaLog(identifier).is_delta_table()
 
     @classmethod
@@ -111,9 +128,12 @@ class DeltaTable:
         return df.alias(self._alias) if self._alias else df
 
     def alias(self, aliasName: str) -> DeltaTable:
+        args.check_str(aliasName, "aliasName")
         return DeltaTable(self._spark, self._path, aliasName)
 
     def history(self, limit: int | None = None) -> DataFrame:
+        if limit is not None:
+            args.check_int(limit, "limit")
         rows = []
         for r in self._log.history(limit):
             rows.append(
@@ -160,13 +180,14 @@ class DeltaTable:
     # ------------------------------------------------------------ protocol
 
     def upgradeTableProtocol(self, readerVersion: int, writerVersion: int) -> None:
+        """Raise the protocol to at least these versions; lower ones are kept (delta-spark makes
+        a request below the table's versions a no-op, never a downgrade)."""
+        args.check_version(readerVersion, "readerVersion")
+        args.check_version(writerVersion, "writerVersion")
         s = self._snapshot()
         p = s.protocol
-        if readerVersion < p.min_reader_version or writerVersion < p.min_writer_version:
-            raise DeltaIllegalArgumentException(
-                f"cannot downgrade protocol ({p.min_reader_version}, {p.min_writer_version}) "
-                f"to ({readerVersion}, {writerVersion})"
-            )
+        readerVersion = max(readerVersion, p.min_reader_version)
+        writerVersion = max(writerVersion, p.min_writer_version)
         from delta_pyspark.core.actions import Protocol
 
         if writerVersion < 7:
@@ -182,6 +203,7 @@ class DeltaTable:
         txn.commit("UPGRADE PROTOCOL", {"newProtocol": json.dumps(new.to_dict())})
 
     def addFeatureSupport(self, featureName: str) -> None:
+        args.check_str(featureName, "featureName")
         s = self._snapshot()
         new = with_features(s.protocol, {featureName})
         check_writable(new, self._path)
@@ -198,6 +220,7 @@ class DeltaTable:
 
         Returns a one-row DataFrame ``num_affected_rows`` (what SQL DELETE returns).
         """
+        args.check_condition(condition)
         metrics = execute_delete(self._spark, self._log, condition)
         return self._affected(metrics.get("numDeletedRows"))
 
@@ -210,13 +233,14 @@ class DeltaTable:
 
         Returns a one-row DataFrame ``num_affected_rows`` (what SQL UPDATE returns).
         """
-        if set is None and isinstance(condition, Mapping):
-            condition, set = None, condition  # update(set) positionally, as delta-spark allows
-        metrics = execute_update(self._spark, self._log, condition, set or {})
+        assignments = args.check_assignments(set, "'set'")
+        args.check_condition(condition)
+        metrics = execute_update(self._spark, self._log, condition, assignments)
         return self._affected(metrics["numUpdatedRows"])
 
     def merge(self, source: DataFrame, condition: str | Column) -> DeltaMergeBuilder:
         """Start a MERGE of ``source`` into this table on ``condition``."""
+        args.check_merge_source(source, condition)
         return DeltaMergeBuilder(self._spark, self._log, self._alias, source, condition)
 
     # ------------------------------------------------------------ maintenance
@@ -245,17 +269,22 @@ class DeltaTable:
         """
         from delta_pyspark.spark.vacuum import execute_vacuum
 
-        return execute_vacuum(self._spark, self._log, retentionHours, dry_run=dryRun)
+        hours = None if retentionHours is None else _hours(retentionHours)
+        return execute_vacuum(
+            self._spark, self._log, hours, dry_run=args.check_bool(dryRun, "dryRun")
+        )
 
     def restoreToVersion(self, version: int) -> DataFrame:
         from delta_pyspark.spark.restore import execute_restore
 
-        return execute_restore(self._spark, self._log, version=version)
+        return execute_restore(self._spark, self._log, version=args.check_int(version, "version"))
 
     def restoreToTimestamp(self, timestamp: str) -> DataFrame:
         from delta_pyspark.spark.restore import execute_restore
 
-        return execute_restore(self._spark, self._log, timestamp=timestamp)
+        return execute_restore(
+            self._spark, self._log, timestamp=args.check_str(timestamp, "timestamp")
+        )
 
     def clone(
         self,
@@ -297,6 +326,17 @@ class DeltaTable:
     ) -> DeltaTable:
         from delta_pyspark.spark.clone import execute_clone
 
+        args.check_str(target, "target")
+        args.check_bool(shallow, "isShallow")
+        args.check_bool(replace, "replace")
+        if version is not None:
+            args.check_int(version, "version")
+        if timestamp is not None:
+            args.check_str(timestamp, "timestamp")
+        if properties is not None:
+            for key, value in args.check_dict(properties, "properties").items():
+                args.check_str(key, f"All property keys including {key}")
+                args.check_str(value, f"All property values including {value}")
         result = execute_clone(
             self._spark,
             self._log,
@@ -355,10 +395,56 @@ class DeltaTable:
         return self._spark.createDataFrame([(rows,)], "num_affected_rows long")
 
 
+def _hours(value: Any) -> float:
+    """``vacuum``'s retention: a number of hours, as delta-spark's ``float(retentionHours)``."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise DeltaIllegalArgumentException(
+            f"retentionHours needs to be a number but got '{type(value)}'."
+        )
+    return float(value)
+
+
 def _datetime(ms: int) -> Any:
     from datetime import datetime
 
     return datetime.fromtimestamp(ms / 1000)
+
+
+def _check_generation(always: Any, by_default: Any) -> None:
+    """delta-spark's checks of ``generatedAlwaysAs``/``generatedByDefaultAs`` (an expression
+    string or an ``IdentityGenerator``: anything with ``start`` and ``step``), then a refusal:
+    generated and identity columns are not supported yet."""
+    if always is not None and by_default is not None:
+        raise DeltaIllegalArgumentException(
+            "generatedByDefaultAs and generatedAlwaysAs cannot both be set."
+        )
+
+    def identity(spec: Any) -> bool:
+        if not (hasattr(spec, "start") and hasattr(spec, "step")):
+            return False
+        if spec.step == 0:
+            raise DeltaIllegalArgumentException(
+                "Column identity generation requires step to be non-zero."
+            )
+        return True
+
+    if always is not None:
+        args.check_type(
+            isinstance(always, str) or identity(always),
+            "Generated always as expression must be str or IdentityGenerator.",
+            [always],
+        )
+    if by_default is not None:
+        args.check_type(
+            identity(by_default),
+            "Generated by default expression must be IdentityGenerator.",
+            [by_default],
+        )
+    if always is not None or by_default is not None:
+        what = "generatedAlwaysAs" if by_default is None else "generatedByDefaultAs"
+        raise DeltaUnsupportedOperationException(
+            f"generated and identity columns ({what}) are not supported yet"
+        )
 
 
 class DeltaTableBuilder:
@@ -377,14 +463,17 @@ class DeltaTableBuilder:
         self._comment: str | None = None
 
     def tableName(self, identifier: str) -> DeltaTableBuilder:
+        args.check_type(isinstance(identifier, str), "Identifier must be str.", [identifier])
         self._name = identifier
         return self
 
     def location(self, location: str) -> DeltaTableBuilder:
+        args.check_type(isinstance(location, str), "Location must be str.", [location])
         self._location = location
         return self
 
     def comment(self, comment: str) -> DeltaTableBuilder:
+        args.check_type(isinstance(comment, str), "Table comment must be str.", [comment])
         self._comment = comment
         return self
 
@@ -394,6 +483,7 @@ class DeltaTableBuilder:
         dataType: Any,
         nullable: bool = True,
         generatedAlwaysAs: str | None = None,
+        generatedByDefaultAs: Any = None,
         comment: str | None = None,
     ) -> DeltaTableBuilder:
         from pyspark.sql.types import DataType as SparkDataType
@@ -401,8 +491,16 @@ class DeltaTableBuilder:
         from pyspark.sql.types import StructType as SparkStruct
         from pyspark.sql.types import _parse_datatype_string
 
-        if generatedAlwaysAs is not None:
-            raise DeltaAnalysisException("generated columns are not supported yet")
+        args.check_type(isinstance(colName, str), "Column name must be str.", [colName])
+        args.check_type(
+            isinstance(dataType, str | SparkDataType),
+            "Column data type must be str or DataType.",
+            [dataType],
+        )
+        args.check_type(isinstance(nullable, bool), "Column nullable must be bool.", [nullable])
+        if comment is not None:
+            args.check_type(isinstance(comment, str), "Column comment must be str.", [comment])
+        _check_generation(generatedAlwaysAs, generatedByDefaultAs)
         spark_type = (
             dataType if isinstance(dataType, SparkDataType) else _parse_datatype_string(dataType)
         )
@@ -412,18 +510,41 @@ class DeltaTableBuilder:
         return self
 
     def addColumns(self, cols: Any) -> DeltaTableBuilder:
-        for f in cols.fields if hasattr(cols, "fields") else cols:
-            self.addColumn(f.name, f.dataType, f.nullable)
+        from pyspark.sql.types import StructField as SparkField
+        from pyspark.sql.types import StructType as SparkStruct
+
+        if isinstance(cols, list):
+            for c in cols:
+                args.check_type(
+                    isinstance(c, SparkField), "Column in existing schema must be StructField.", [c]
+                )
+            cols = SparkStruct(cols)
+        args.check_type(
+            isinstance(cols, SparkStruct),
+            "Schema must be StructType or a list of StructField.",
+            [cols],
+        )
+        for f in cols.fields:
+            self.addColumn(f.name, f.dataType, f.nullable, comment=f.metadata.get("comment"))
         return self
 
     def partitionedBy(self, *cols: Any) -> DeltaTableBuilder:
-        if len(cols) == 1 and isinstance(cols[0], list | tuple):
-            cols = tuple(cols[0])
-        self._partitions = list(cols)
+        self._partitions = args.column_names(cols, "Partitioning column")
         return self
 
+    def clusterBy(self, *cols: Any) -> DeltaTableBuilder:
+        args.column_names(cols, "Clustering column")
+        raise DeltaUnsupportedOperationException(
+            "liquid clustering (clusterBy) is not supported yet"
+        )
+
     def property(self, key: str, value: str) -> DeltaTableBuilder:
-        self._properties[key] = str(value)
+        args.check_type(
+            isinstance(key, str) and isinstance(value, str),
+            "Key and value of property must be string.",
+            [key, value],
+        )
+        self._properties[key] = value
         return self
 
     def execute(self) -> DeltaTable:

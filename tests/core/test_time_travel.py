@@ -204,5 +204,8 @@ def test_parse_timestamp_ms() -> None:
     assert parse_timestamp_ms(date(2024, 1, 31)) == base
     assert parse_timestamp_ms(datetime(2024, 1, 31, 1)) == base + 3_600_000
     assert parse_timestamp_ms(base) == base
-    with pytest.raises(DeltaIllegalArgumentException, match="cannot parse timestamp 'yesterday'"):
+    with pytest.raises(
+        DeltaIllegalArgumentException,
+        match=r"The provided timestamp \('yesterday'\) cannot be converted",
+    ):
         parse_timestamp_ms("yesterday")

@@ -70,6 +70,10 @@ class RestoreMissingFilesError(DeltaIllegalArgumentException):
         super().__init__(message)
         self.missing = missing
 
+    def __reduce__(self) -> tuple[type, tuple[str, list[str]]]:
+        # the default rebuilds from ``args`` (the message only): keep the missing files too
+        return (type(self), (str(self.args[0]), self.missing))
+
 
 # --------------------------------------------------------------------------- helpers
 

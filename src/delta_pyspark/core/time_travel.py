@@ -30,7 +30,9 @@ def parse_timestamp_ms(value: str | datetime | date | int, tz: tzinfo = UTC) -> 
             dt = datetime.fromisoformat(text)
         except ValueError:
             raise DeltaIllegalArgumentException(
-                f"cannot parse timestamp {value!r}: use e.g. '2024-01-31 10:00:00'"
+                # delta-spark's wording, which user code matches
+                f"The provided timestamp ({value!r}) cannot be converted to a valid timestamp: "
+                "use e.g. '2024-01-31 10:00:00'"
             ) from None
     if dt.tzinfo is None:
         dt = dt.replace(tzinfo=tz)

@@ -17,10 +17,16 @@ What it uses beyond PySpark's public API, and why:
 - py4j: ``spark._jvm``/``_jsparkSession``/``df._jdf`` to reach those classes and Spark's
   session conf, plan statistics and analysed plans (``java_session``, ``java_frame``, ...);
   the callback server, which lets the JVM call the Python core (``serve_callbacks``).
-- One patched PySpark function: ``pyspark.errors.exceptions.captured.convert_exception``, so an
-  error the Python core raised inside a JVM call reaches the user as itself
-  (``convert_errors``), and the builder's ``getOrCreate`` of a configured builder
-  (``on_session_created``).
+- Patched PySpark: ``pyspark.errors.exceptions.captured.convert_exception``, so an error the
+  Python core raised inside a JVM call reaches the user as itself (``convert_errors``); the
+  builder's ``getOrCreate`` of a configured builder (``on_session_created``);
+  ``DataFrameWriter.saveAsTable`` for the ``delta`` format (``route_save_as_table``: Spark's
+  own drops a table it overwrites, and a Delta table's history with it).
+- Our exception classes get PySpark's exception classes as extra bases when this module is
+  imported (``give_errors_pyspark_bases``): ``delta_pyspark.exceptions`` stays Spark-free for
+  the core, and a delta-spark user's ``except AnalysisException`` still catches our errors.
+  ``str(e)`` stays our message; ``getCondition()`` gives delta-spark's error class where we
+  know it.
 
 A Spark Connect session has no JVM in this process: ``classic_session`` refuses it by name.
 """
@@ -38,7 +44,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pyroaring import BitMap64
+from pyspark.errors import (
+    AnalysisException,
+    IllegalArgumentException,
+    PySparkException,
+    PySparkTypeError,
+    UnsupportedOperationException,
+)
 
+from delta_pyspark import exceptions as ex
 from delta_pyspark.exceptions import DeltaJvmExtensionError, DeltaUnsupportedOperationException
 
 if TYPE_CHECKING:
@@ -376,3 +390,67 @@ def deleted_rows(spark: SparkSession, vectors: Iterable[tuple[str, BitMap64]]) -
     deleted = new_object(spark, "deltapyspark.DeletedRows")
     deleted.addAll(paths, bitmaps)
     return deleted
+
+
+# Each class's PySpark base, chosen as delta-spark's error reaches a PySpark user: its
+# AnalysisException / IllegalArgumentException / UnsupportedOperationException subclasses
+# as PySpark's classes of those names, its Python API's TypeErrors as PySparkTypeError, its
+# concurrency conflicts as PySparkException (the base of delta-spark's Python
+# ``delta.exceptions``), the rest (JVM errors PySpark has no class for) as PySparkException.
+# Subclasses inherit their parent's base.
+PYSPARK_BASES: dict[type[ex.DeltaError], type[PySparkException]] = {
+    ex.DeltaAnalysisException: AnalysisException,
+    ex.DeltaIllegalArgumentException: IllegalArgumentException,
+    ex.DeltaTypeError: PySparkTypeError,
+    ex.DeltaUnsupportedOperationException: UnsupportedOperationException,
+    ex.DeltaConcurrentModificationException: PySparkException,
+    ex.CorruptLogError: PySparkException,
+    ex.UnsupportedTableFeatureError: PySparkException,
+    ex.DeltaJvmExtensionError: PySparkException,
+    ex.FileAlreadyExistsError: PySparkException,
+    ex.InvariantViolationError: PySparkException,
+}
+
+
+def _error_init(self: ex.DeltaError, *args: Any) -> None:
+    """Our constructor (message first) filling the fields PySparkException's methods read;
+    PySparkException's own ``__init__`` takes an error class where we pass more args."""
+    if not isinstance(self, PySparkException):
+        super(ex.DeltaError, self).__init__(*args)
+        return
+    super(PySparkException, self).__init__(*args)
+    self._message = str(args[0]) if args else ""
+    self._errorClass = type(self).error_class
+    self._messageParameters = {}
+    self._contexts = []
+
+
+def _error_str(self: ex.DeltaError) -> str:
+    """The message alone, as before (PySpark's would prefix the error class; ``getMessage()``
+    still does)."""
+    if isinstance(self, PySparkException):
+        return super(PySparkException, self).__str__()
+    return super(ex.DeltaError, self).__str__()
+
+
+def _error_message(self: PySparkException) -> str:
+    condition = self.getCondition()
+    return f"[{condition}] {self._message}" if condition else self._message
+
+
+def give_errors_pyspark_bases() -> None:
+    """Give every mapped class of ``delta_pyspark.exceptions`` its PySpark base (idempotent):
+    the core raises them without importing pyspark, and ``except AnalysisException`` must
+    catch ``SchemaMismatchError`` as it catches delta-spark's analysis errors."""
+    if getattr(ex.DeltaError, "_pyspark_bases", False):
+        return
+    ex.DeltaError.__init__ = _error_init  # type: ignore[method-assign,assignment]
+    ex.DeltaError.__str__ = _error_str  # type: ignore[method-assign,assignment]
+    ex.DeltaError.getMessage = _error_message  # type: ignore[attr-defined]
+    for cls, base in PYSPARK_BASES.items():
+        if not issubclass(cls, base):
+            # after our bases, before builtin ones (PySparkTypeError precedes TypeError)
+            ours = tuple(b for b in cls.__bases__ if issubclass(b, ex.DeltaError))
+            builtin = tuple(b for b in cls.__bases__ if b not in ours)
+            cls.__bases__ = (*ours, base, *builtin)
+    ex.DeltaError._pyspark_bases = True  # type: ignore[attr-defined]

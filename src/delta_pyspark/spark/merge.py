@@ -68,6 +68,7 @@ from delta_pyspark.core.schema import (
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.transaction import Transaction
 from delta_pyspark.exceptions import DeltaAnalysisException, DeltaUnsupportedOperationException
+from delta_pyspark.spark import arguments
 from delta_pyspark.spark.auto_compact import commit_and_compact
 from delta_pyspark.spark.conditions import (
     as_column,
@@ -158,6 +159,7 @@ class DeltaMergeBuilder:
         self._evolve = schema_evolution
 
     def _with(self, clause: MergeClause) -> DeltaMergeBuilder:
+        arguments.check_condition(clause.condition)
         return DeltaMergeBuilder(
             self._spark,
             self._log,
@@ -171,7 +173,8 @@ class DeltaMergeBuilder:
     def whenMatchedUpdate(
         self, condition: Any = None, set: Mapping[str, Any] | None = None
     ) -> DeltaMergeBuilder:
-        return self._with(MergeClause("matched", "update", condition, _required(set, "set")))
+        assignments = _assignments(set, "'set' in whenMatchedUpdate", condition, self._alias)
+        return self._with(MergeClause("matched", "update", condition, assignments))
 
     def whenMatchedUpdateAll(self, condition: Any = None) -> DeltaMergeBuilder:
         return self._with(MergeClause("matched", "update", condition, None, star=True))
@@ -182,9 +185,10 @@ class DeltaMergeBuilder:
     def whenNotMatchedInsert(
         self, condition: Any = None, values: Mapping[str, Any] | None = None
     ) -> DeltaMergeBuilder:
-        return self._with(
-            MergeClause("notMatched", "insert", condition, _required(values, "values"))
+        assignments = _assignments(
+            values, "'values' in whenNotMatchedInsert", condition, self._alias
         )
+        return self._with(MergeClause("notMatched", "insert", condition, assignments))
 
     def whenNotMatchedInsertAll(self, condition: Any = None) -> DeltaMergeBuilder:
         return self._with(MergeClause("notMatched", "insert", condition, None, star=True))
@@ -192,9 +196,10 @@ class DeltaMergeBuilder:
     def whenNotMatchedBySourceUpdate(
         self, condition: Any = None, set: Mapping[str, Any] | None = None
     ) -> DeltaMergeBuilder:
-        return self._with(
-            MergeClause("notMatchedBySource", "update", condition, _required(set, "set"))
+        assignments = _assignments(
+            set, "'set' in whenNotMatchedBySourceUpdate", condition, self._alias
         )
+        return self._with(MergeClause("notMatchedBySource", "update", condition, assignments))
 
     def whenNotMatchedBySourceDelete(self, condition: Any = None) -> DeltaMergeBuilder:
         return self._with(MergeClause("notMatchedBySource", "delete", condition))
@@ -232,10 +237,20 @@ class DeltaMergeBuilder:
         )
 
 
-def _required(value: Mapping[str, Any] | None, name: str) -> Mapping[str, Any]:
-    if not value:
-        raise DeltaAnalysisException(f"this merge clause needs a non-empty {name}= mapping")
-    return value
+def _assignments(
+    value: Any, name: str, condition: Any, target_alias: str | None
+) -> Mapping[str, Any]:
+    """A clause's ``set``/``values``, checked as delta-spark checks them (before the
+    clause's condition), not empty, and with target columns named without the target's
+    alias (``{"t.key": ...}`` sets ``key``, as Spark resolves ``t.key`` against the target)."""
+    checked = arguments.check_assignments(value, name)
+    arguments.check_condition(condition)
+    if not checked:
+        raise DeltaAnalysisException(f"{name} needs at least one column assignment")
+    if target_alias is None:
+        return checked
+    prefix = f"{target_alias.lower()}."
+    return {k[len(prefix) :] if k.lower().startswith(prefix) else k: v for k, v in checked.items()}
 
 
 def _validate_clauses(clauses: tuple[MergeClause, ...]) -> None:

@@ -51,6 +51,7 @@ from delta_pyspark.exceptions import (
     DeltaError,
     DeltaIllegalArgumentException,
 )
+from delta_pyspark.spark import arguments
 from delta_pyspark.spark.rewrite import live_rows, num_records
 from delta_pyspark.spark.scan import prune_files, session_time_zone
 from delta_pyspark.spark.session_conf import user_metadata
@@ -110,11 +111,7 @@ class DeltaOptimizeBuilder:
 
     def executeZOrderBy(self, *cols: str | list[str] | tuple[str, ...]) -> DataFrame:
         """Rewrite the selected partitions clustered by the Z-order of ``cols``."""
-        names: list[str] = []
-        for c in cols:
-            names.extend(c if isinstance(c, list | tuple) else [c])
-        if not all(isinstance(c, str) for c in names):
-            raise DeltaIllegalArgumentException("executeZOrderBy takes column names (strings)")
+        names = arguments.column_names(cols, "Z-order column")
         spec = OptimizeSpec(predicates=self._filters, zorder_by=names)
         return metrics_frame(self._spark, run_optimize(self._spark, self._log, spec))
 

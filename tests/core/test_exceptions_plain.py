@@ -1,0 +1,44 @@
+"""The core's exception classes are plain Python: in an interpreter where pyspark cannot be
+imported they derive only from builtins and each other (the Spark layer adds PySpark's bases
+when it is imported, see ``delta_pyspark.spark.integration``), and they still pickle whole."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+_CHECK = """
+import builtins, pickle, sys
+
+class NoSpark:
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in ("pyspark", "py4j"):
+            raise ImportError(name)
+        return None
+
+sys.meta_path.insert(0, NoSpark())
+import delta_pyspark.core.restore as restore
+from delta_pyspark import exceptions as ex
+
+classes = [v for v in vars(ex).values() if isinstance(v, type) and issubclass(v, ex.DeltaError)]
+classes.append(restore.RestoreMissingFilesError)
+for cls in classes:
+    for base in cls.__mro__:
+        assert base.__module__ in ("builtins", ex.__name__, restore.__name__), (cls, base)
+err = ex.SchemaMismatchError("bad schema")
+assert (str(err), err.args, ex.SchemaMismatchError.error_class) == (
+    "bad schema", ("bad schema",), "DELTA_METADATA_MISMATCH")
+feature = pickle.loads(pickle.dumps(ex.UnsupportedTableFeatureError("needs x", ["x"])))
+assert (str(feature), feature.features) == ("needs x", ["x"])
+missing = pickle.loads(pickle.dumps(restore.RestoreMissingFilesError("gone", ["a.parquet"])))
+assert (str(missing), missing.missing) == ("gone", ["a.parquet"])
+print(len(classes), "pyspark" in sys.modules)
+"""
+
+
+def test_exception_classes_are_plain_without_pyspark() -> None:
+    run = subprocess.run(
+        [sys.executable, "-c", _CHECK], capture_output=True, text=True, timeout=120
+    )
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["24", "False"]
