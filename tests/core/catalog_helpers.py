@@ -7,6 +7,7 @@ directory is given to the ``nobody`` user and the binaries run as it via ``runus
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import shutil
@@ -39,10 +40,16 @@ def add(path: str, **extra: Any) -> dict[str, Any]:
 
 
 def pg_binaries() -> tuple[str, str] | None:
-    bin_dir = os.environ.get("DELTA_PYSPARK_PG_BIN")
-    initdb = shutil.which("initdb", path=bin_dir) if bin_dir else shutil.which("initdb")
-    pg_ctl = shutil.which("pg_ctl", path=bin_dir) if bin_dir else shutil.which("pg_ctl")
-    return (initdb, pg_ctl) if initdb and pg_ctl else None
+    """``initdb`` and ``pg_ctl`` from ``DELTA_PYSPARK_PG_BIN``, else PATH, else where Debian's
+    ``postgresql`` package puts them (``/usr/lib/postgresql/<version>/bin``, newest first)."""
+    configured = os.environ.get("DELTA_PYSPARK_PG_BIN")
+    debian = sorted(glob.glob("/usr/lib/postgresql/*/bin"), reverse=True)
+    for bin_dir in [configured] if configured else [None, *debian]:
+        initdb = shutil.which("initdb", path=bin_dir)
+        pg_ctl = shutil.which("pg_ctl", path=bin_dir)
+        if initdb and pg_ctl:
+            return initdb, pg_ctl
+    return None
 
 
 def _free_port() -> int:
