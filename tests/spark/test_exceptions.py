@@ -13,6 +13,7 @@ from commit_hooks import before_commit
 from pyspark.errors import (
     AnalysisException,
     IllegalArgumentException,
+    ParseException,
     PySparkException,
     PySparkTypeError,
     UnsupportedOperationException,
@@ -28,6 +29,7 @@ from delta_pyspark.tables import DeltaTable
 # every class of delta_pyspark.exceptions with the PySpark base it must have
 EXPECTED = {
     ex.DeltaAnalysisException: AnalysisException,
+    ex.DeltaParseException: ParseException,
     ex.DeltaTableNotFoundError: AnalysisException,
     ex.VersionNotFoundError: AnalysisException,
     ex.DeltaSchemaChangedError: AnalysisException,

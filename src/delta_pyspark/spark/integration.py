@@ -47,6 +47,7 @@ from pyroaring import BitMap64
 from pyspark.errors import (
     AnalysisException,
     IllegalArgumentException,
+    ParseException,
     PySparkException,
     PySparkTypeError,
     UnsupportedOperationException,
@@ -400,6 +401,7 @@ def deleted_rows(spark: SparkSession, vectors: Iterable[tuple[str, BitMap64]]) -
 # Subclasses inherit their parent's base.
 PYSPARK_BASES: dict[type[ex.DeltaError], type[PySparkException]] = {
     ex.DeltaAnalysisException: AnalysisException,
+    ex.DeltaParseException: ParseException,
     ex.DeltaIllegalArgumentException: IllegalArgumentException,
     ex.DeltaTypeError: PySparkTypeError,
     ex.DeltaUnsupportedOperationException: UnsupportedOperationException,

@@ -229,6 +229,8 @@ class DeltaTables:
     def write(self, session: Any, path: str, mode: str, options: str, data: Any) -> str:
         """A write Spark planned (``save``, CTAS, a SQL insert) as the Python write command."""
         try:
+            if not path:
+                raise DeltaIllegalArgumentException("save() on a delta writer needs a path")
             spark = python_session(session)
             fields = options.split("\0")[:-1]
             opts = dict(zip(fields[::2], fields[1::2], strict=True))

@@ -159,14 +159,11 @@ public final class DeltaSource
   public BaseRelation createRelation(
       SQLContext context, SaveMode mode, Map parameters, Dataset data) {
     Option path = parameters.get("path");
-    if (path.isEmpty()) {
-      throw error("writing a Delta table needs a path");
-    }
     String answer =
         tables()
             .write(
                 context.sparkSession(),
-                (String) path.get(),
+                path.isEmpty() ? "" : (String) path.get(),
                 mode.name().toLowerCase(java.util.Locale.ROOT),
                 encode(parameters),
                 data);
