@@ -20,7 +20,7 @@ from delta_pyspark.spark.catalog import save_as_table
 from delta_pyspark.spark.integration import (
     check_not_connect,
     check_spark_version,
-    on_session_created,
+    on_every_session,
     route_save_as_table,
     with_extension_jar,
 )
@@ -55,9 +55,6 @@ def configure_spark_with_delta(builder: SparkSession.Builder) -> SparkSession.Bu
     if planner.EXTENSIONS not in extensions:
         extensions.append(planner.EXTENSIONS)
     builder = builder.config("spark.sql.extensions", ",".join(extensions))
-    # the planner's callback as soon as a session exists: a first ``spark.sql`` reading a
-    # Delta table runs no Python of ours before Spark asks for files
-    on_session_created(builder, _enable)
     install()
     return builder
 
@@ -101,6 +98,9 @@ def load_table(spark: SparkSession, path: str, options: dict[str, str]) -> DataF
 
 
 def install() -> None:
-    """Route ``saveAsTable`` of ``format("delta")`` writers to ``catalog.save_as_table``
-    (once per process; every other write goes through Spark's own path)."""
+    """Once per process: every session registers the Python core with its JVM as soon as it
+    exists (a first ``spark.sql`` on a Delta table runs no Python of ours before Spark asks
+    it for files), and ``saveAsTable`` of ``format("delta")`` writers goes to
+    ``catalog.save_as_table`` (every other write takes Spark's own path)."""
+    on_every_session(_enable)
     route_save_as_table(save_as_table)

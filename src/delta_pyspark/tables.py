@@ -48,8 +48,9 @@ HISTORY_DDL = (
 DETAIL_DDL = (
     "format string, id string, name string, description string, location string, "
     "createdAt timestamp, lastModified timestamp, partitionColumns array<string>, "
-    "numFiles long, sizeInBytes long, properties map<string,string>, "
-    "minReaderVersion int, minWriterVersion int, tableFeatures array<string>"
+    "clusteringColumns array<string>, numFiles long, sizeInBytes long, "
+    "properties map<string,string>, minReaderVersion int, minWriterVersion int, "
+    "tableFeatures array<string>"
 )
 
 
@@ -168,6 +169,7 @@ class DeltaTable:
             "createdAt": _datetime(created) if created else None,
             "lastModified": _datetime(s.timestamp),
             "partitionColumns": s.partition_columns,
+            "clusteringColumns": _clustering_columns(s),
             "numFiles": s.num_files,
             "sizeInBytes": s.size_in_bytes,
             "properties": dict(s.configuration),
@@ -402,6 +404,16 @@ def _hours(value: Any) -> float:
             f"retentionHours needs to be a number but got '{type(value)}'."
         )
     return float(value)
+
+
+def _clustering_columns(snapshot: Snapshot) -> list[str]:
+    """The table's liquid clustering columns (its ``delta.clustering`` domain), as DESCRIBE
+    DETAIL shows them: each a list of name parts, joined with dots."""
+    domain = snapshot.domain_metadata.get("delta.clustering")
+    if domain is None or domain.removed:
+        return []
+    columns = json.loads(domain.configuration).get("clusteringColumns", [])
+    return [".".join(c) if isinstance(c, list) else str(c) for c in columns]
 
 
 def _datetime(ms: int) -> Any:

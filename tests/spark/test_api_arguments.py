@@ -12,6 +12,7 @@ from pyspark.errors import UnsupportedOperationException
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, StructField
 
+from data_paths import TESTDATA
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.exceptions import (
     DeltaIllegalArgumentException,
@@ -237,3 +238,17 @@ def test_merge_assignments_may_name_target_columns_with_its_alias(
         .execute()
     )
     assert sorted(tuple(r) for r in table.toDF().collect()) == [("a", 10), ("b", 2), ("e", 6)]
+
+
+def test_detail_lists_clustering_columns(spark: Any, tmp_path: Path) -> None:
+    """DESCRIBE DETAIL's ``clusteringColumns``: from a clustered table's ``delta.clustering``
+    domain (written by delta-rs here), empty for others."""
+    clustered = DeltaTable.forPath(
+        spark, str(TESTDATA / "delta-rs" / "table-with-domain-metadata")
+    ).detail()
+    assert clustered.first().clusteringColumns == ["department"]
+    path = str(tmp_path / "plain")
+    spark.range(1).coalesce(1).write.format("delta").save(path)
+    assert DeltaTable.forPath(spark, path).detail().first().clusteringColumns == []
+    row = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").first()
+    assert row.clusteringColumns == [] and row.numFiles == 1

@@ -19,7 +19,8 @@ What it uses beyond PySpark's public API, and why:
   the callback server, which lets the JVM call the Python core (``serve_callbacks``).
 - Patched PySpark: ``pyspark.errors.exceptions.captured.convert_exception``, so an error the
   Python core raised inside a JVM call reaches the user as itself (``convert_errors``); the
-  builder's ``getOrCreate`` of a configured builder (``on_session_created``);
+  ``SparkSession.__init__`` (``on_every_session``: the JVM can call the Python core only
+  once a session has registered it);
   ``DataFrameWriter.saveAsTable`` for the ``delta`` format (``route_save_as_table``: Spark's
   own drops a table it overwrites, and a Delta table's history with it).
 - Our exception classes get PySpark's exception classes as extra bases when this module is
@@ -178,17 +179,23 @@ def convert_errors(original_of: Callable[[Any], BaseException | None]) -> None:
     captured.convert_exception = convert
 
 
-def on_session_created(builder: SparkSession.Builder, then: Callable[[SparkSession], Any]) -> None:
-    """Run ``then`` on the session each ``builder.getOrCreate()`` returns."""
-    original = builder.getOrCreate
+def on_every_session(then: Callable[[SparkSession], Any]) -> None:
+    """Run ``then`` on every classic ``SparkSession`` made from now on in this process
+    (``builder.getOrCreate()``, or ``SparkSession(sc)`` as PySpark's own test cases do), once
+    it is set up. Installed once per process."""
+    from pyspark.sql import SparkSession
+
+    original = SparkSession.__init__
+    if getattr(original, "_delta_pyspark", False):
+        return
 
     @functools.wraps(original)
-    def get_or_create() -> SparkSession:
-        session = original()
-        then(session)
-        return session
+    def init(self: SparkSession, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        then(self)
 
-    builder.getOrCreate = get_or_create  # type: ignore[method-assign]
+    init._delta_pyspark = True  # type: ignore[attr-defined]
+    SparkSession.__init__ = init  # type: ignore[method-assign]
 
 
 def route_save_as_table(
