@@ -104,3 +104,10 @@ def test_insert_overwrite_if_not_exists_is_refused(spark: Any, tmp_path: Path) -
     with pytest.raises(AnalysisException, match="IF NOT EXISTS is not supported"):
         spark.sql(f"INSERT OVERWRITE delta.`{path}` PARTITION (p = 1) IF NOT EXISTS SELECT 5")
     assert DeltaLog(path).snapshot().version == 0
+
+
+def test_a_schema_given_at_read_time_is_refused(spark: Any, tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    spark.range(2).write.format("delta").save(path)
+    with pytest.raises(AnalysisException, match="user-specified schema is not supported"):
+        spark.read.format("delta").schema("id long").load(path).collect()

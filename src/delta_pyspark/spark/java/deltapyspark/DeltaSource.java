@@ -129,12 +129,18 @@ public final class DeltaSource
   }
 
   /**
-   * A relation over a table Spark's catalog knows with a schema (a catalog table, {@code
-   * CREATE TABLE} over an existing table): the log's schema wins, so a schema evolved since the
+   * A relation given a schema: a catalog table's (its entry carries {@link
+   * DeltaWrites#CATALOG_OPTION}), which the log's overrides, so a schema evolved since the
    * catalog entry was written (or kept in Spark's order, partition columns last) reads as the
-   * table is now.
+   * table is now; else the user's ({@code spark.read.schema(...)}), which is refused, as
+   * delta-spark refuses it.
    */
   public BaseRelation createRelation(SQLContext context, Map parameters, StructType schema) {
+    if (!parameters.contains(DeltaWrites.CATALOG_OPTION)) {
+      throw error(
+          "Delta tables take their schema from the transaction log: reading one with a "
+              + "user-specified schema is not supported (remove .schema(...))");
+    }
     return createRelation(context, parameters);
   }
 

@@ -48,6 +48,13 @@ public final class DeltaWrites extends Rule {
   /** Option naming the operation a write records in its commit (CREATE TABLE, ...). */
   static final String OPERATION_OPTION = "__delta_operation";
 
+  /**
+   * Option every catalog entry of a Delta table carries (Spark hands a catalog table's options
+   * to the source): tells a catalog read, whose catalog schema the log's overrides, from a read
+   * given a schema by the user, which is refused.
+   */
+  static final String CATALOG_OPTION = "__delta_catalog_table";
+
   public TreeNode apply(TreeNode plan) {
     if (plan instanceof InsertIntoHadoopFsRelationCommand) {
       return insert((InsertIntoHadoopFsRelationCommand) plan);
@@ -66,6 +73,12 @@ public final class DeltaWrites extends Rule {
     if (plan instanceof CreateDataSourceTableCommand) {
       CreateDataSourceTableCommand create = (CreateDataSourceTableCommand) plan;
       CatalogTable table = create.table();
+      if (isDelta(table) && !table.storage().properties().contains(CATALOG_OPTION)
+          && hasLog(table)) { // registering an existing table
+        Map options = (Map) table.storage().properties().updated(CATALOG_OPTION, "true");
+        return new CreateDataSourceTableCommand(
+            withOptions(table, options, table.schema()), create.ignoreIfExists());
+      }
       if (isDelta(table) && table.schema().nonEmpty() && !hasLog(table)) {
         StructType schema = table.schema();
         return new CreateDataSourceTableAsSelectCommand(
@@ -143,6 +156,7 @@ public final class DeltaWrites extends Rule {
       CatalogTable table, String operation, StructType schema) {
     Map options = (Map) table.storage().properties().$plus$plus(table.properties());
     options = (Map) options.updated(OPERATION_OPTION, operation);
+    options = (Map) options.updated(CATALOG_OPTION, "true");
     if (table.partitionColumnNames().nonEmpty()) {
       options =
           (Map) options.updated("__partition_columns", jsonStrings(table.partitionColumnNames()));
@@ -150,6 +164,11 @@ public final class DeltaWrites extends Rule {
     if (table.comment().isDefined()) {
       options = (Map) options.updated("__delta_description", (String) table.comment().get());
     }
+    return withOptions(table, options, schema);
+  }
+
+  /** {@code table} with {@code options} as its storage properties and {@code schema}. */
+  private static CatalogTable withOptions(CatalogTable table, Map options, StructType schema) {
     CatalogStorageFormat storage = table.storage();
     return table.copy(
         table.identifier(), table.tableType(),
@@ -194,7 +213,7 @@ public final class DeltaWrites extends Rule {
             Option.empty(),
             Option.empty(),
             false,
-            scala.collection.immutable.Map$.MODULE$.empty());
+            (Map) scala.collection.immutable.Map$.MODULE$.empty().updated(CATALOG_OPTION, "true"));
     CatalogTable entry =
         new CatalogTable(
             ident,
