@@ -20,6 +20,7 @@ from delta_pyspark.core.table_features import (
     reader_features,
     with_features,
 )
+from delta_pyspark.core.table_properties import KNOWN_FEATURES
 from delta_pyspark.core.transaction import Transaction
 from delta_pyspark.exceptions import (
     DeltaAnalysisException,
@@ -206,6 +207,11 @@ class DeltaTable:
 
     def addFeatureSupport(self, featureName: str) -> None:
         args.check_str(featureName, "featureName")
+        if featureName not in KNOWN_FEATURES:
+            raise DeltaIllegalArgumentException(
+                f"[DELTA_UNSUPPORTED_FEATURES_IN_CONFIG] unknown table feature {featureName!r}; "
+                f"known features: {', '.join(sorted(KNOWN_FEATURES))}"
+            )
         s = self._snapshot()
         new = with_features(s.protocol, {featureName})
         check_writable(new, self._path)

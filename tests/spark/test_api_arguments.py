@@ -112,6 +112,11 @@ def test_protocol_and_feature_arguments(table: DeltaTable) -> None:
             table.upgradeTableProtocol(1, bad)  # type: ignore[arg-type]
         with pytest.raises(ValueError, match="featureName needs to be a string"):
             table.addFeatureSupport(bad if bad != "1" else 1)  # type: ignore[arg-type]
+    with pytest.raises(
+        DeltaIllegalArgumentException,
+        match=r"\[DELTA_UNSUPPORTED_FEATURES_IN_CONFIG\] unknown table feature 'abc'",
+    ):
+        table.addFeatureSupport("abc")
     _unchanged(table)
 
 
