@@ -213,6 +213,8 @@ class DeltaTable:
                 f"known features: {', '.join(sorted(KNOWN_FEATURES))}"
             )
         s = self._snapshot()
+        if featureName in implied_writer_features(s.protocol) | reader_features(s.protocol):
+            return  # supported already (legacy protocol versions imply some): no upgrade
         new = with_features(s.protocol, {featureName})
         check_writable(new, self._path)
         if new == s.protocol:

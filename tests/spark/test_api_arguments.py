@@ -257,3 +257,15 @@ def test_detail_lists_clustering_columns(spark: Any, tmp_path: Path) -> None:
     assert DeltaTable.forPath(spark, path).detail().first().clusteringColumns == []
     row = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").first()
     assert row.clusteringColumns == [] and row.numFiles == 1
+
+
+def test_adding_a_feature_the_protocol_implies_is_a_no_op(spark: Any, tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    spark.range(1).write.format("delta").save(path)
+    table = DeltaTable.forPath(spark, path)
+    table.addFeatureSupport("appendOnly")  # writer version 2 implies it
+    assert DeltaLog(path).snapshot().version == 0
+    table.addFeatureSupport("deletionVectors")
+    detail = table.detail().first()
+    assert (detail.minReaderVersion, detail.minWriterVersion) == (3, 7)
+    assert sorted(detail.tableFeatures) == ["appendOnly", "deletionVectors", "invariants"]

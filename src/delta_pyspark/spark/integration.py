@@ -135,6 +135,12 @@ def sql_conf(spark: SparkSession) -> Any:
     return classic_session(spark).sessionState().conf()
 
 
+def parsed_expression_text(spark: SparkSession, sql: str) -> str:
+    """``sql`` as Spark's parser prints its unresolved expression (``key = 'a'`` is
+    ``('key = a)``): how delta-spark records some commands' predicates in history."""
+    return str(classic_session(spark).sessionState().sqlParser().parseExpression(sql).toString())
+
+
 def jvm(spark: SparkSession) -> Any:
     """py4j's view of the session's JVM (``jvm(spark).java.util...``)."""
     classic_session(spark)

@@ -52,6 +52,7 @@ from delta_pyspark.exceptions import (
     DeltaIllegalArgumentException,
 )
 from delta_pyspark.spark import arguments
+from delta_pyspark.spark.integration import parsed_expression_text
 from delta_pyspark.spark.rewrite import live_rows, num_records
 from delta_pyspark.spark.scan import prune_files, session_time_zone
 from delta_pyspark.spark.session_conf import user_metadata
@@ -273,7 +274,7 @@ def run_optimize(
         txn.add_files(adds)
         committed = txn.commit(
             "REORG" if spec.purge else "OPTIMIZE",
-            _parameters(spec, zorder),
+            _parameters(spark, spec, zorder),
             _operation_metrics(chosen, adds),
             user_metadata(spark),
         )
@@ -296,9 +297,13 @@ def _check_rows_kept(removed: pa.Table, adds: list[dict[str, Any]]) -> None:
         )
 
 
-def _parameters(spec: OptimizeSpec, zorder: list[tuple[str, ...]]) -> dict[str, Any]:
+def _parameters(
+    spark: SparkSession, spec: OptimizeSpec, zorder: list[tuple[str, ...]]
+) -> dict[str, Any]:
     compact = (",", ":")  # delta-spark's (Jackson's) JSON spelling
-    params: dict[str, Any] = {"predicate": json.dumps(spec.predicates, separators=compact)}
+    # each predicate as delta-spark records it: Spark's parsed, unresolved expression
+    predicates = [parsed_expression_text(spark, p) for p in spec.predicates]
+    params: dict[str, Any] = {"predicate": json.dumps(predicates, separators=compact)}
     if spec.purge:
         params["applyPurge"] = True
         return params
