@@ -38,6 +38,8 @@ DESELECTED = {
     "test_create_replace_table_with_cluster_by": "liquid clustering (filed separately)",
     "test_create_table_with_cluster_by": "liquid clustering (filed separately)",
     "test_replace_table_with_cluster_by": "liquid clustering (filed separately)",
+    "test_dropFeatureSupport": "dropping table features (filed separately), shown with "
+    "delta-spark's test-only features (testRemovableWriter)",
     # the tables of these are built with a generated column (``__build_delta_table``)
     "test_create_table_with_name_only": _GENERATED,
     "test_create_table_with_location_only": _GENERATED,
