@@ -3,10 +3,6 @@ package deltapyspark;
 import java.util.List;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
-import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
-import org.apache.spark.sql.catalyst.plans.logical.Statistics;
-import org.apache.spark.sql.catalyst.trees.TreePattern$;
-import org.apache.spark.sql.execution.command.LeafRunnableCommand;
 import scala.collection.immutable.Seq;
 
 /**
@@ -15,7 +11,7 @@ import scala.collection.immutable.Seq;
  * DeltaCommands}), which parses and executes it and answers its result rows. The columns were
  * announced at parse time, so the plan's schema is known before it runs.
  */
-public final class DeltaCommand extends LogicalPlan implements LeafRunnableCommand {
+public final class DeltaCommand extends LeafCommand {
   private final String sql;
   private final Seq output;
 
@@ -43,39 +39,6 @@ public final class DeltaCommand extends LogicalPlan implements LeafRunnableComma
     return output;
   }
 
-  public Seq children() {
-    return scala.collection.immutable.Nil$.MODULE$;
-  }
-
-  public Statistics stats() {
-    return org.apache.spark.sql.catalyst.plans.logical.Statistics$.MODULE$.DUMMY();
-  }
-
-  public org.apache.spark.sql.catalyst.expressions.AttributeSet producedAttributes() {
-    return outputSet();
-  }
-
-  public scala.collection.immutable.Map metrics() {
-    return scala.collection.immutable.Map$.MODULE$.empty();
-  }
-
-  public org.apache.spark.sql.catalyst.trees.TreeNode mapChildren(scala.Function1 f) {
-    return this;
-  }
-
-  public org.apache.spark.sql.catalyst.trees.TreeNode withNewChildrenInternal(
-      scala.collection.immutable.IndexedSeq children) {
-    return this;
-  }
-
-  public Seq nodePatterns() {
-    return scala.collection.immutable.List$.MODULE$.from(
-        scala.Predef$.MODULE$.wrapRefArray(new Object[] {TreePattern$.MODULE$.COMMAND()}));
-  }
-
-  public void org$apache$spark$sql$catalyst$plans$logical$Command$_setter_$nodePatterns_$eq(
-      Seq patterns) {}
-
   public String simpleString(int maxFields) {
     return "DeltaCommand " + sql.trim();
   }
@@ -92,9 +55,5 @@ public final class DeltaCommand extends LogicalPlan implements LeafRunnableComma
       return output;
     }
     throw new IndexOutOfBoundsException(String.valueOf(n));
-  }
-
-  public boolean canEqual(Object other) {
-    return other instanceof DeltaCommand;
   }
 }

@@ -2,9 +2,6 @@ package deltapyspark;
 
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
-import org.apache.spark.sql.catalyst.plans.logical.Statistics;
-import org.apache.spark.sql.catalyst.trees.TreePattern$;
-import org.apache.spark.sql.execution.command.LeafRunnableCommand;
 import scala.collection.immutable.Seq;
 
 /**
@@ -13,7 +10,7 @@ import scala.collection.immutable.Seq;
  * Python core's write command and transaction ({@link DeltaTables#write}). {@code query} is
  * already analysed and in the table's column order; it is executed when the command runs.
  */
-public final class DeltaInsert extends LogicalPlan implements LeafRunnableCommand {
+public final class DeltaInsert extends LeafCommand {
   private final String path;
   private final String mode;
   private final String options;
@@ -42,39 +39,6 @@ public final class DeltaInsert extends LogicalPlan implements LeafRunnableComman
     return scala.collection.immutable.Nil$.MODULE$;
   }
 
-  public Seq children() {
-    return scala.collection.immutable.Nil$.MODULE$;
-  }
-
-  public Statistics stats() {
-    return org.apache.spark.sql.catalyst.plans.logical.Statistics$.MODULE$.DUMMY();
-  }
-
-  public org.apache.spark.sql.catalyst.expressions.AttributeSet producedAttributes() {
-    return outputSet();
-  }
-
-  public scala.collection.immutable.Map metrics() {
-    return scala.collection.immutable.Map$.MODULE$.empty();
-  }
-
-  public org.apache.spark.sql.catalyst.trees.TreeNode mapChildren(scala.Function1 f) {
-    return this;
-  }
-
-  public org.apache.spark.sql.catalyst.trees.TreeNode withNewChildrenInternal(
-      scala.collection.immutable.IndexedSeq children) {
-    return this;
-  }
-
-  public Seq nodePatterns() {
-    return scala.collection.immutable.List$.MODULE$.from(
-        scala.Predef$.MODULE$.wrapRefArray(new Object[] {TreePattern$.MODULE$.COMMAND()}));
-  }
-
-  public void org$apache$spark$sql$catalyst$plans$logical$Command$_setter_$nodePatterns_$eq(
-      Seq patterns) {}
-
   public String simpleString(int maxFields) {
     return "DeltaInsert " + mode + " " + path;
   }
@@ -96,9 +60,5 @@ public final class DeltaInsert extends LogicalPlan implements LeafRunnableComman
       default:
         throw new IndexOutOfBoundsException(String.valueOf(n));
     }
-  }
-
-  public boolean canEqual(Object other) {
-    return other instanceof DeltaInsert;
   }
 }

@@ -3,6 +3,7 @@ package deltapyspark;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.analysis.UnresolvedRelation;
 import org.apache.spark.sql.catalyst.plans.logical.InsertIntoStatement;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.rules.Rule;
 import org.apache.spark.sql.catalyst.trees.TreeNode;
 import org.apache.spark.sql.execution.datasources.LogicalRelation$;
@@ -43,8 +44,13 @@ public final class DeltaPathInserts extends Rule {
       options = (scala.collection.immutable.Map) options.updated(option.getKey(), option.getValue());
     }
     BaseRelation relation = new DeltaSource().createRelation(session.sqlContext(), options);
+    return withTable(insert, LogicalRelation$.MODULE$.apply(relation, false));
+  }
+
+  /** {@code insert} writing to {@code table} (no child of the statement, so no transform's). */
+  static InsertIntoStatement withTable(InsertIntoStatement insert, LogicalPlan table) {
     return insert.copy(
-        LogicalRelation$.MODULE$.apply(relation, false),
+        table,
         insert.partitionSpec(),
         insert.userSpecifiedCols(),
         insert.query(),

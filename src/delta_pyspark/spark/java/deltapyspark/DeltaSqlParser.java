@@ -159,14 +159,8 @@ public final class DeltaSqlParser implements ParserInterface {
                 }
                 // the table an INSERT writes to is no child of the statement
                 InsertIntoStatement insert = (InsertIntoStatement) node;
-                return insert.copy(
-                    withPath((UnresolvedRelation) insert.table()),
-                    insert.partitionSpec(),
-                    insert.userSpecifiedCols(),
-                    insert.query(),
-                    insert.overwrite(),
-                    insert.ifPartitionNotExists(),
-                    insert.byName());
+                return DeltaPathInserts.withTable(
+                    insert, withPath((UnresolvedRelation) insert.table()));
               }
             });
   }
