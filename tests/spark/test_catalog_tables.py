@@ -65,6 +65,10 @@ def test_create_table_as_select_registers_a_managed_table(spark: Any, names: lis
         (4, 1),
     ]
     assert [t.name for t in spark.catalog.listTables() if t.name == "ctas_t"] == ["ctas_t"]
+    spark.sql("ALTER TABLE ctas_t SET TBLPROPERTIES ('delta.appendOnly' = 'true')")
+    spark.sql("INSERT INTO ctas_t VALUES (10, 1)")  # the entry's creation options stay behind
+    assert _commit(location, 2)["operation"] == "WRITE"
+    assert DeltaLog(str(location)).snapshot().configuration["delta.appendOnly"] == "true"
     spark.sql("DROP TABLE ctas_t")
     assert not location.exists()  # a managed table's files go with it
     assert not spark.catalog.tableExists("ctas_t")
@@ -151,3 +155,49 @@ def test_a_non_delta_table_is_not_written_as_delta(spark: Any, names: list[str])
     with pytest.raises(DeltaAnalysisException, match="not a Delta table"):
         spark.range(1).write.format("delta").mode("append").saveAsTable("plain_t")
     assert spark.table("plain_t").count() == 2
+
+
+_HIVE_SESSION = """
+import sys
+from pyspark.sql import SparkSession
+from delta_pyspark import configure_spark_with_delta
+root, step = sys.argv[1], sys.argv[2]
+builder = (
+    SparkSession.builder.master("local[1]")
+    .config("spark.ui.enabled", "false")
+    .config("spark.sql.warehouse.dir", root + "/warehouse")
+    .config(
+        "spark.hadoop.javax.jdo.option.ConnectionURL",
+        "jdbc:derby:;databaseName=" + root + "/metastore_db;create=true",
+    )
+    .enableHiveSupport()
+)
+spark = configure_spark_with_delta(builder).getOrCreate()
+if step == "create":
+    spark.sql("CREATE TABLE hv USING delta AS SELECT id FROM range(3)")
+    spark.range(2).write.format("delta").saveAsTable("hv2")
+    spark.sql("INSERT INTO hv VALUES (10)")
+else:
+    ids = sorted(r.id for r in spark.table("hv").collect())
+    names = sorted(t.name for t in spark.catalog.listTables())
+    print("ROWS", ids, spark.table("hv2").count(), names)
+spark.stop()
+"""
+
+
+def test_tables_survive_a_restart_in_the_hive_metastore(tmp_path: Path) -> None:
+    """With Hive support, the session catalog is the Hive metastore (Derby here): tables
+    created by name are found by a new process."""
+    import subprocess
+    import sys
+
+    for step in ("create", "read"):
+        run = subprocess.run(
+            [sys.executable, "-c", _HIVE_SESSION, str(tmp_path), step],
+            capture_output=True,
+            text=True,
+            timeout=300,
+            cwd=tmp_path,
+        )
+        assert run.returncode == 0, run.stderr[-3000:]
+    assert "ROWS [0, 1, 2, 10] 2 ['hv', 'hv2']" in run.stdout

@@ -107,7 +107,7 @@ public final class DeltaWrites extends Rule {
           "INSERT OVERWRITE ... IF NOT EXISTS is not supported on Delta tables");
     }
     boolean overwrite = insert.mode() == SaveMode.Overwrite;
-    StringBuilder options = new StringBuilder(DeltaSource.encode(insert.options()));
+    StringBuilder options = new StringBuilder(DeltaSource.encode(writeOptions(insert.options())));
     StringBuilder where = new StringBuilder();
     Iterator statics = insert.staticPartitions().iterator();
     while (statics.hasNext()) {
@@ -130,6 +130,28 @@ public final class DeltaWrites extends Rule {
         overwrite ? "overwrite" : "append",
         options.toString(),
         insert.query());
+  }
+
+  /**
+   * An insert's options without what a catalog table's entry keeps from its creation (the
+   * operation, partition columns, comment and {@code delta.*} properties CTAS passed the
+   * source): the log holds the table's properties now, changed by ALTER TABLE since maybe.
+   */
+  private static Map writeOptions(Map options) {
+    if (options instanceof org.apache.spark.sql.catalyst.util.CaseInsensitiveMap) {
+      options = ((org.apache.spark.sql.catalyst.util.CaseInsensitiveMap) options).originalMap();
+    }
+    Map kept = scala.collection.immutable.Map$.MODULE$.empty();
+    Iterator it = options.iterator();
+    while (it.hasNext()) {
+      Tuple2 option = (Tuple2) it.next();
+      String key = ((String) option._1()).toLowerCase(java.util.Locale.ROOT);
+      if (!key.startsWith("__delta_") && !key.equals("__partition_columns")
+          && !key.startsWith("delta.")) {
+        kept = (Map) kept.updated(option._1(), option._2());
+      }
+    }
+    return kept;
   }
 
   private static boolean isDelta(CatalogTable table) {
