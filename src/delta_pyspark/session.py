@@ -3,9 +3,10 @@
 ``configure_spark_with_delta(builder)`` adds the session settings Delta tables
 want: the JVM helper jar with the ``delta`` source Spark resolves itself (reads, ``save``,
 SQL inserts and CTAS go through Spark's planner into the Python core, see
-``spark.planner``) and its session extension. ``saveAsTable`` alone is routed from
-Python (``integration.route_save_as_table``): Spark's own drops a table it overwrites,
-and with it a Delta table's history.
+``spark.planner``) and its session extension. ``saveAsTable`` and ``writeTo`` are routed
+from Python (``integration.route_save_as_table``/``route_writer_v2``): Spark's own
+``saveAsTable`` drops a table it overwrites, and with it a Delta table's history; its
+``writeTo`` plans writes for V2 catalogs only.
 """
 
 from __future__ import annotations
@@ -16,14 +17,15 @@ from pyspark.sql import DataFrame, SparkSession
 
 from delta_pyspark.exceptions import DeltaIllegalArgumentException, DeltaJvmExtensionError
 from delta_pyspark.spark import planner
-from delta_pyspark.spark.catalog import save_as_table
 from delta_pyspark.spark.integration import (
     check_not_connect,
     check_spark_version,
     on_every_session,
     route_save_as_table,
+    route_writer_v2,
     with_extension_jar,
 )
+from delta_pyspark.spark.table_writes import TableDefinition, save_as_table, write_to
 
 SESSION_DEFAULTS = {
     # Spark writes INT96 timestamps by default: no Parquet statistics, poor interop.
@@ -101,6 +103,12 @@ def install() -> None:
     """Once per process: every session registers the Python core with its JVM as soon as it
     exists (a first ``spark.sql`` on a Delta table runs no Python of ours before Spark asks
     it for files), and ``saveAsTable`` of ``format("delta")`` writers goes to
-    ``catalog.save_as_table`` (every other write takes Spark's own path)."""
+    ``table_writes.save_as_table``, and ``df.writeTo(name)`` of a Delta table to
+    ``table_writes.write_to`` (every other write takes Spark's own path)."""
     on_every_session(_enable)
     route_save_as_table(save_as_table)
+    route_writer_v2(
+        lambda spark, df, action, definition, condition: write_to(
+            spark, df, action, TableDefinition.of(definition), condition
+        )
+    )

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from pyspark.sql import DataFrame, SparkSession
@@ -39,17 +39,20 @@ from delta_pyspark.exceptions import (
     DeltaTableNotFoundError,
     DeltaUnsupportedOperationException,
 )
-from delta_pyspark.spark.catalog import table_location
+from delta_pyspark.spark.catalog import lookup, refresh, table_location
 from delta_pyspark.spark.integration import (
     classic_session,
     helper_class,
     java_frame,
     jvm,
+    python_frame,
     python_session,
     serve_callbacks,
+    table_definition,
 )
 from delta_pyspark.spark.optimize import METRICS_DDL
 from delta_pyspark.spark.planner import _answer_error
+from delta_pyspark.spark.table_writes import TableDefinition, replace_table
 from delta_pyspark.sql_text import (
     StatementParser,
     TableRef,
@@ -80,6 +83,8 @@ class Statement:
     spark_knows: bool = False
     # Why it cannot run on a Delta table (a clause not supported yet), or None.
     refusal: str | None = None
+    # It may change the table's schema or partitioning, which a catalog entry shows.
+    changes_schema: bool = False
 
 
 _AFFECTED = "num_affected_rows long"
@@ -140,7 +145,8 @@ def _statement(p: StatementParser) -> Statement | None:
     if p.accept("REORG"):
         return _reorg(p)
     if p.accept("ALTER", "TABLE"):
-        return _alter(p)
+        altered = _alter(p)
+        return None if altered is None else replace(altered, changes_schema=True)
     if p.accept("SHOW", "TBLPROPERTIES"):
         return _show_properties(p)
     return None
@@ -185,7 +191,7 @@ def _merge(p: StatementParser) -> Statement:
             builder = _add_clause(builder, when, action, cond, columns)
         return builder.execute()
 
-    return Statement("MERGE", target, _MERGE_COLUMNS, run)
+    return Statement("MERGE", target, _MERGE_COLUMNS, run, changes_schema=True)
 
 
 def _merge_clause(p: StatementParser) -> tuple[str, str, str | None, Any]:
@@ -361,7 +367,7 @@ def _restore(p: StatementParser) -> Statement:
         return dt.restoreToTimestamp(timestamp)
 
     columns = ", ".join(f"{column} long" for _, column in METRIC_COLUMNS)
-    return Statement("RESTORE", table, columns, run)
+    return Statement("RESTORE", table, columns, run, changes_schema=True)
 
 
 def _as_of(p: StatementParser, required: bool) -> tuple[int | None, str | None]:
@@ -654,6 +660,14 @@ def _target(spark: SparkSession, statement: Statement) -> str | None:
     )
 
 
+def _refresh_entry(spark: SparkSession, ref: TableRef) -> None:
+    """After a change by name, the catalog entry shows the log's schema again."""
+    if ref.delta_path is None:
+        entry = lookup(spark, ref.text)
+        if entry is not None and entry.provider == "delta":
+            refresh(spark, entry)
+
+
 def _checked_target(spark: SparkSession, statement: Statement) -> str | None:
     """``_target``, refusing what the statement asks that is not supported on Delta tables."""
     path = _target(spark, statement) if statement.table is not None else ""
@@ -687,6 +701,8 @@ class DeltaCommands:
             path = _checked_target(spark, statement)
             assert path is not None
             result = statement.execute(spark, path)
+            if statement.changes_schema and statement.table is not None:
+                _refresh_entry(spark, statement.table)
             if result is None:
                 from pyspark.sql.types import StructType
 
@@ -708,6 +724,19 @@ class DeltaCommands:
             assert location is not None
             timestamp = _timestamp_text(spark, timestampSql) if timestampSql else ""
             return f"O{location}\0{version}\0{timestamp}"
+        except Exception as e:
+            return _answer_error(e)
+
+    def replace(self, session: Any, definition: Any, data: Any) -> str:
+        try:
+            spark = python_session(session)
+            table = TableDefinition.of(table_definition(definition))
+            frame = python_frame(data, spark) if data is not None else None
+            operation = "CREATE OR REPLACE TABLE" if table.or_create else "REPLACE TABLE"
+            replace_table(
+                spark, table, frame, operation + (" AS SELECT" if frame is not None else "")
+            )
+            return "O"
         except Exception as e:
             return _answer_error(e)
 

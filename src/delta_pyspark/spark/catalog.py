@@ -15,13 +15,12 @@ from typing import TYPE_CHECKING, Any
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.log_store import to_local_path
 from delta_pyspark.core.schema import StructType
-from delta_pyspark.exceptions import DeltaAnalysisException, DeltaIllegalArgumentException
+from delta_pyspark.exceptions import DeltaIllegalArgumentException
 from delta_pyspark.spark.integration import classic_session, helper_class, jvm, new_array
 from delta_pyspark.spark.types import to_spark_type
-from delta_pyspark.spark.write_command import OPERATION_OPTION, WriteRequest, write_delta
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import SparkSession
 
 
 @dataclass(frozen=True)
@@ -89,68 +88,56 @@ def table_location(spark: SparkSession, name: str) -> str:
     return entry.location if entry is not None else default_location(spark, name)
 
 
-def register(spark: SparkSession, name: str, location: str, managed: bool) -> None:
-    """Register the Delta table at ``location`` as ``name`` in the session catalog."""
+def _catalog_schema(location: str) -> tuple[str, Any]:
+    """The log's schema as Spark's catalog keeps it (partition columns last; reads take the
+    log's order), as JSON, and its partition columns as a JVM string array."""
     snapshot = DeltaLog.for_table(location).snapshot()
     parts = list(snapshot.partition_columns)
     schema = snapshot.schema
-    # Spark's catalog keeps partition columns last; reads take the log's order
     ordered = StructType(
         tuple(f for f in schema.fields if f.name not in parts)
         + tuple(schema.field(p) for p in parts)
     )
-    columns = new_array(spark, jvm(spark).java.lang.String, len(parts))
-    for i, p in enumerate(parts):
-        columns[i] = p
-    ident = _identifier(spark, name)
+    return to_spark_type(ordered).json(), parts
+
+
+def _writes_helper(spark: SparkSession) -> Any:
     writes = helper_class(spark, "deltapyspark.DeltaWrites")
     assert writes is not None  # a session reading Delta tables has the helper
-    writes.register(
+    return writes
+
+
+def _string_array(spark: SparkSession, values: list[str]) -> Any:
+    array = new_array(spark, jvm(spark).java.lang.String, len(values))
+    for i, value in enumerate(values):
+        array[i] = value
+    return array
+
+
+def register(spark: SparkSession, name: str, location: str, managed: bool) -> None:
+    """Register the Delta table at ``location`` as ``name`` in the session catalog."""
+    schema_json, parts = _catalog_schema(location)
+    ident = _identifier(spark, name)
+    _writes_helper(spark).register(
         classic_session(spark),
         ident.database().get(),
         ident.table(),
         location,
         managed,
-        to_spark_type(ordered).json(),
-        columns,
+        schema_json,
+        _string_array(spark, parts),
     )
 
 
-def save_as_table(
-    spark: SparkSession,
-    df: DataFrame,
-    name: str,
-    mode: str,
-    partition_by: list[str] | None,
-    options: dict[str, str],
-) -> None:
-    """``df.write.format("delta").saveAsTable(name)``: a table the catalog knows is written
-    as a new version (an overwrite keeps its history, where Spark's own ``saveAsTable`` would
-    drop and recreate it); a new one is written, then registered: at ``options["path"]`` as
-    an external table, else as a managed table under the warehouse."""
-    options = dict(options)
-    path = next((options.pop(k) for k in list(options) if k.lower() == "path"), None)
-    entry = lookup(spark, name)
-    lowered = mode.lower()
-    if entry is not None:
-        if entry.provider != "delta":
-            raise DeltaAnalysisException(
-                f"[DELTA_TABLE_NOT_DELTA] {name} is a {entry.provider} table, not a Delta table"
-            )
-        if lowered in ("error", "errorifexists", "default"):
-            raise DeltaAnalysisException(
-                f"[TABLE_OR_VIEW_ALREADY_EXISTS] table {name} already exists (mode {mode}): "
-                "use mode('append') or mode('overwrite')"
-            )
-        if lowered == "ignore":
-            return
-        if path is not None and to_local_path(path).rstrip("/") != entry.location.rstrip("/"):
-            raise DeltaAnalysisException(
-                f"table {name} is at {entry.location}, not at the path given ({path})"
-            )
-        write_delta(spark, df, entry.location, WriteRequest(mode, partition_by, options))
-        return
-    location = path or default_location(spark, name)
-    options[OPERATION_OPTION] = "CREATE TABLE AS SELECT"
-    write_delta(spark, df, location, WriteRequest(mode, partition_by, options))
-    register(spark, name, location, managed=path is None)
+def refresh(spark: SparkSession, entry: CatalogEntry) -> None:
+    """Make ``entry`` show its log's schema and partitioning again, after a change made by
+    name (REPLACE, ALTER TABLE, schema evolution): ``DESCRIBE`` and ``spark.catalog`` read
+    the entry, not the log."""
+    schema_json, parts = _catalog_schema(entry.location)
+    _writes_helper(spark).refresh(
+        classic_session(spark),
+        entry.database,
+        entry.table,
+        schema_json,
+        _string_array(spark, parts),
+    )

@@ -22,7 +22,10 @@ What it uses beyond PySpark's public API, and why:
   ``SparkSession.__init__`` (``on_every_session``: the JVM can call the Python core only
   once a session has registered it);
   ``DataFrameWriter.saveAsTable`` for the ``delta`` format (``route_save_as_table``: Spark's
-  own drops a table it overwrites, and a Delta table's history with it).
+  own drops a table it overwrites, and a Delta table's history with it); the terminal
+  methods of ``DataFrameWriterV2`` (``route_writer_v2``: Spark plans its writes for V2
+  catalogs only), whose settings ``TableDefinitions.java`` reads from the JVM writer's
+  private fields.
 - Our exception classes get PySpark's exception classes as extra bases when this module is
   imported (``give_errors_pyspark_bases``): ``delta_pyspark.exceptions`` stays Spark-free for
   the core, and a delta-spark user's ``except AnalysisException`` still catches our errors.
@@ -246,6 +249,77 @@ def route_save_as_table(
 
     DataFrameWriter.saveAsTable = save_as_table  # type: ignore[method-assign]
     DataFrameWriter._delta_pyspark = True  # type: ignore[attr-defined]
+
+
+def route_writer_v2(
+    handler: Callable[[SparkSession, DataFrame, str, dict[str, Any], str | None], bool],
+) -> None:
+    """Make ``df.writeTo(name).<action>(...)`` ask ``handler(spark, df, action, definition,
+    condition)`` first (``definition``: see ``table_definition``; ``condition``: the SQL of
+    ``overwrite``'s condition); a False answer runs PySpark's own. Installed once per
+    process."""
+    from pyspark.sql.readwriter import DataFrameWriterV2
+
+    if getattr(DataFrameWriterV2, "_delta_pyspark", False):
+        return
+    for action in ("replace", "createOrReplace", "append", "overwritePartitions"):
+        _route_v2(DataFrameWriterV2, action, handler)
+    original = DataFrameWriterV2.overwrite
+
+    @functools.wraps(original)
+    def overwrite(self: Any, condition: Any) -> None:
+        definition = _v2_definition(self)
+        if definition is None or not handler(
+            self._spark, self._df, "overwrite", definition, column_sql(self._df, condition)
+        ):
+            original(self, condition)
+
+    DataFrameWriterV2.overwrite = overwrite  # type: ignore[method-assign]
+    DataFrameWriterV2._delta_pyspark = True  # type: ignore[attr-defined]
+
+
+def _route_v2(
+    cls: type,
+    action: str,
+    handler: Callable[[SparkSession, DataFrame, str, dict[str, Any], str | None], bool],
+) -> None:
+    original = getattr(cls, action)
+
+    @functools.wraps(original)
+    def routed(self: Any) -> None:
+        definition = _v2_definition(self)
+        if definition is None or not handler(self._spark, self._df, action, definition, None):
+            original(self)
+
+    setattr(cls, action, routed)
+
+
+def _v2_definition(writer: Any) -> dict[str, Any] | None:
+    """What the writer was given; None in a session without the JVM helper (no Delta)."""
+    definitions = helper_class(writer._spark, "deltapyspark.TableDefinitions")
+    if definitions is None:
+        return None
+    return table_definition(definitions.ofWriter(writer._jwriter))
+
+
+def table_definition(java_map: Any) -> dict[str, Any]:
+    """A ``TableDefinitions`` map of the JVM as Python values."""
+    values: dict[str, Any] = {}
+    for key in java_map.keySet():
+        value = java_map.get(key)
+        if key in ("name", "partitioning", "clustering"):
+            value = [str(v) for v in value]
+        elif key in ("properties", "options"):
+            value = {str(k): None if v is None else str(v) for k, v in dict(value).items()}
+        values[str(key)] = value
+    return values
+
+
+def column_sql(df: DataFrame, column: Any) -> str:
+    """A Column (or a column name) over ``df`` as SQL text: its expression, resolved
+    against ``df``, as Spark prints it."""
+    analyzed = java_frame(df.select(column)).queryExecution().analyzed()
+    return str(analyzed.expressions().head().child().sql())
 
 
 def _writer_state(writer: Any) -> dict[str, Any]:

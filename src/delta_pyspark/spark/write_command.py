@@ -53,6 +53,9 @@ DEFAULTS_PREFIX = "spark.databricks.delta.properties.defaults."
 # records (CREATE TABLE, CREATE TABLE AS SELECT) and the table's comment.
 OPERATION_OPTION = "__delta_operation"
 DESCRIPTION_OPTION = "__delta_description"
+# A [CREATE OR] REPLACE TABLE (see ``table_writes``): the new definition's properties and
+# comment replace the table's, where an overwrite with ``overwriteSchema`` keeps them.
+REPLACE_OPTION = "__delta_replace"
 _MODES = {"append", "overwrite", "error", "errorifexists", "ignore", "default"}
 
 
@@ -270,6 +273,13 @@ def _target_metadata(
                 conf,
                 description=request.opt(DESCRIPTION_OPTION),
                 created_time=time.time_ns() // 1_000_000,
+            )
+        if _truthy(request.opt(REPLACE_OPTION, "false")):
+            return snapshot.metadata.with_changes(
+                schema_string=schema_to_string(schema),
+                partition_columns=tuple(partition_by),
+                configuration=_session_defaults(spark) | request.table_properties,
+                description=request.opt(DESCRIPTION_OPTION),
             )
         conf = dict(snapshot.configuration) | request.table_properties
         return snapshot.metadata.with_changes(

@@ -27,4 +27,11 @@ public interface DeltaCommands {
    * error, or {@code O table-path NUL version NUL timestamp}.
    */
   String timeTravel(Object session, String nameParts, String version, String timestampSql);
+
+  /**
+   * Replaces (or, with {@code orCreate}, creates) the table {@code definition} describes (see
+   * {@link TableDefinitions}) with a Delta table holding {@code data} (a Dataset; null: empty,
+   * of the definition's schema): {@code O}, or an error.
+   */
+  String replace(Object session, java.util.Map definition, Object data);
 }

@@ -13,16 +13,18 @@ import org.apache.spark.sql.catalyst.parser.ParseException;
 import org.apache.spark.sql.catalyst.parser.ParserInterface;
 import org.apache.spark.sql.catalyst.plans.logical.InsertIntoStatement;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.plans.logical.ReplaceTableAsSelect;
 import org.apache.spark.sql.catalyst.plans.logical.SubqueryAlias;
 import org.apache.spark.sql.catalyst.types.DataTypeUtils;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+import scala.Option;
 import scala.collection.immutable.Seq;
 import scala.runtime.AbstractPartialFunction;
 
 /**
- * Spark's SQL parser, with three additions for Delta tables:
+ * Spark's SQL parser, with four additions for Delta tables:
  *
  * <ul>
  *   <li>Delta's own statements (MERGE, UPDATE, DELETE, DESCRIBE HISTORY, OPTIMIZE, VACUUM, ...)
@@ -33,9 +35,12 @@ import scala.runtime.AbstractPartialFunction;
  *       as the {@code path} option. Spark resolves such a reference through the source's {@code
  *       createRelation}, which only receives the options (the path goes to it separately), so
  *       the source would not know which table to read.
- *   <li>Time travel ({@code VERSION AS OF}, {@code TIMESTAMP AS OF}) on a Delta table becomes
+ *   <li>Time travel ({@code VERSION AS OF}, {@code TIMESTAMP AS OF}, a {@code @v2} suffix of the
+ *       name) on a Delta table becomes
  *       the {@code versionAsOf}/{@code timestampAsOf} options of a read of its path: Spark
  *       supports the syntax for its V2 tables only.
+ *   <li>{@code [CREATE OR] REPLACE TABLE ... USING delta} becomes a {@link DeltaReplace}:
+ *       Spark plans replacements for V2 catalogs only.
  * </ul>
  */
 public final class DeltaSqlParser implements ParserInterface {
@@ -78,7 +83,16 @@ public final class DeltaSqlParser implements ParserInterface {
         return new DeltaCommand(sql, DataTypeUtils.toAttributes(schema));
       }
     }
-    return withPaths(delegate.parsePlan(sql));
+    LogicalPlan plan = delegate.parsePlan(sql);
+    if (TableDefinitions.isDeltaReplace(plan)) {
+      commands(); // a replace runs in Python: fail now if it is not there
+      return new DeltaReplace(
+          TableDefinitions.ofPlan(plan),
+          plan instanceof ReplaceTableAsSelect
+              ? withPaths(((ReplaceTableAsSelect) plan).query())
+              : null);
+    }
+    return withPaths(plan);
   }
 
   public LogicalPlan parseQuery(String sql) throws ParseException {
@@ -144,12 +158,18 @@ public final class DeltaSqlParser implements ParserInterface {
               public boolean isDefinedAt(Object node) {
                 return isDeltaPath(node)
                     || isInsertIntoPath(node)
-                    || node instanceof RelationTimeTravel;
+                    || node instanceof RelationTimeTravel
+                    || atSyntax(node) != null;
               }
 
               public Object applyOrElse(Object node, scala.Function1 fallback) {
                 if (node instanceof RelationTimeTravel) {
                   return timeTravel((RelationTimeTravel) node);
+                }
+                RelationTimeTravel at = atSyntax(node);
+                if (at != null) {
+                  LogicalPlan read = timeTravel(at);
+                  return read == at ? node : read; // not a Delta table: Spark says so
                 }
                 if (isDeltaPath(node)) {
                   return withPath((UnresolvedRelation) node);
@@ -225,6 +245,52 @@ public final class DeltaSqlParser implements ParserInterface {
     }
     String alias = (String) relation.multipartIdentifier().last();
     return new SubqueryAlias(new AliasIdentifier(alias), read);
+  }
+
+  private static final java.util.regex.Pattern AT_VERSION =
+      java.util.regex.Pattern.compile("(.+)@[vV](\\d+)");
+  private static final java.util.regex.Pattern AT_TIMESTAMP =
+      java.util.regex.Pattern.compile(
+          "(.+)@(\\d{4})(\\d\\d)(\\d\\d)(\\d\\d)(\\d\\d)(\\d\\d)(\\d{3})");
+
+  /**
+   * delta-spark's {@code @} syntax on a table name ({@code `t@v2`}, {@code
+   * `db.t@20240101120000000`}: version, or timestamp as yyyyMMddHHmmssSSS) as the time travel
+   * it means; null for any other node. ({@code delta.`path@v2`} is the source's to read.)
+   */
+  static RelationTimeTravel atSyntax(Object node) {
+    if (!(node instanceof UnresolvedRelation) || isDeltaPath(node)) {
+      return null;
+    }
+    UnresolvedRelation relation = (UnresolvedRelation) node;
+    Seq parts = relation.multipartIdentifier();
+    String last = (String) parts.last();
+    java.util.regex.Matcher version = AT_VERSION.matcher(last);
+    java.util.regex.Matcher timestamp = AT_TIMESTAMP.matcher(last);
+    Option versionText = Option.empty();
+    Option timestampExpression = Option.empty();
+    String name;
+    if (version.matches()) {
+      name = version.group(1);
+      versionText = Option.apply(version.group(2));
+    } else if (timestamp.matches()) {
+      name = timestamp.group(1);
+      String text =
+          timestamp.group(2) + "-" + timestamp.group(3) + "-" + timestamp.group(4) + " "
+              + timestamp.group(5) + ":" + timestamp.group(6) + ":" + timestamp.group(7) + "."
+              + timestamp.group(8);
+      timestampExpression =
+          Option.apply(
+              org.apache.spark.sql.catalyst.expressions.Literal$.MODULE$.create(
+                  text, org.apache.spark.sql.types.DataTypes.StringType));
+    } else {
+      return null;
+    }
+    Seq stripped = (Seq) ((Seq) parts.dropRight(1)).$colon$plus(name);
+    return new RelationTimeTravel(
+        new UnresolvedRelation(stripped, relation.options(), relation.isStreaming()),
+        timestampExpression,
+        versionText);
   }
 
   static boolean isDeltaPath(Object node) {

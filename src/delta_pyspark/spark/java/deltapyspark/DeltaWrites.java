@@ -262,4 +262,46 @@ public final class DeltaWrites extends Rule {
             Option.empty());
     session.sessionState().catalog().createTable(entry, false, false);
   }
+
+  /**
+   * Brings the catalog entry of {@code database.table} in line with its log after the log's
+   * schema or partitioning changed (REPLACE, ALTER TABLE, schema evolution): DESCRIBE and
+   * {@code spark.catalog} show the entry. {@code schemaJson} as {@link #register} takes it. A
+   * Hive metastore keeps an entry's partition columns: only its data columns follow there.
+   */
+  public static void refresh(
+      SparkSession session, String database, String table, String schemaJson,
+      String[] partitionColumns) throws Exception {
+    org.apache.spark.sql.catalyst.catalog.SessionCatalog catalog =
+        session.sessionState().catalog();
+    TableIdentifier ident =
+        new TableIdentifier(table, Option.apply(database), Option.apply("spark_catalog"));
+    CatalogTable entry = catalog.getTableMetadata(ident);
+    StructType schema = (StructType) DataType.fromJson(schemaJson);
+    Seq partitions =
+        scala.collection.immutable.List$.MODULE$.from(
+            scala.Predef$.MODULE$.wrapRefArray((Object[]) partitionColumns));
+    if (entry.partitionColumnNames().equals(partitions)) {
+      java.util.Set partitionSet = new java.util.HashSet(java.util.Arrays.asList(partitionColumns));
+      java.util.List data = new java.util.ArrayList();
+      org.apache.spark.sql.types.StructField[] fields = schema.fields();
+      for (int i = 0; i < fields.length; i++) {
+        if (!partitionSet.contains(fields[i].name())) {
+          data.add(fields[i]);
+        }
+      }
+      catalog.alterTableDataSchema(
+          ident, org.apache.spark.sql.types.DataTypes.createStructType(data));
+    } else {
+      catalog.alterTable(
+          entry.copy(
+              entry.identifier(), entry.tableType(), entry.storage(), schema, entry.provider(),
+              partitions, entry.bucketSpec(), entry.owner(), entry.createTime(),
+              entry.lastAccessTime(), entry.createVersion(), entry.properties(), entry.stats(),
+              entry.viewText(), entry.comment(), entry.collation(), entry.unsupportedFeatures(),
+              entry.tracksPartitionsInCatalog(), entry.schemaPreservesCase(),
+              entry.ignoredProperties(), entry.viewOriginalText()));
+    }
+    catalog.refreshTable(ident); // plans resolved from now on see the new columns
+  }
 }

@@ -1,0 +1,248 @@
+"""Writes to Delta tables named in the session catalog that Spark cannot plan for them.
+
+Spark's own ``saveAsTable`` drops a table it overwrites (and a Delta table's history with
+it); ``DataFrameWriterV2`` (``writeTo``) and ``[CREATE OR] REPLACE TABLE`` build plans only
+V2 catalogs take. Each becomes one write command and transaction on the table's log
+(``write_command.write_delta``); the catalog entry is registered or refreshed after it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from delta_pyspark.core.delta_log import DeltaLog
+from delta_pyspark.core.log_store import to_local_path
+from delta_pyspark.exceptions import (
+    DeltaAnalysisException,
+    DeltaTableNotFoundError,
+    DeltaUnsupportedOperationException,
+)
+from delta_pyspark.spark.catalog import (
+    CatalogEntry,
+    default_location,
+    lookup,
+    refresh,
+    register,
+)
+from delta_pyspark.spark.write_command import (
+    DESCRIPTION_OPTION,
+    OPERATION_OPTION,
+    REPLACE_OPTION,
+    WriteRequest,
+    write_delta,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
+
+
+@dataclass(frozen=True)
+class TableDefinition:
+    """A table as ``CREATE OR REPLACE TABLE`` or ``df.writeTo(name)`` defines it (the JVM's
+    ``TableDefinitions``)."""
+
+    name: tuple[str, ...]
+    provider: str | None
+    location: str | None
+    comment: str | None
+    properties: Mapping[str, str]
+    options: Mapping[str, str]
+    partitioning: tuple[str, ...]
+    clustering: tuple[str, ...]
+    schema: StructType | None
+    or_create: bool
+
+    @classmethod
+    def of(cls, values: Mapping[str, Any]) -> TableDefinition:
+        from pyspark.sql.types import StructType
+
+        schema = values.get("schema")
+        return cls(
+            name=tuple(values["name"]),
+            provider=values.get("provider"),
+            location=values.get("location"),
+            comment=values.get("comment"),
+            properties=dict(values.get("properties") or {}),
+            options=dict(values.get("options") or {}),
+            partitioning=tuple(values.get("partitioning") or ()),
+            clustering=tuple(values.get("clustering") or ()),
+            schema=StructType.fromJson(json.loads(schema)) if schema is not None else None,
+            or_create=bool(values.get("orCreate")),
+        )
+
+    @property
+    def text(self) -> str:
+        """The name as SQL text (each part quoted)."""
+        return ".".join("`" + part.replace("`", "``") + "`" for part in self.name)
+
+    @property
+    def delta_path(self) -> str | None:
+        """The path of a ``delta.`path``` name."""
+        if len(self.name) == 2 and self.name[0].lower() == "delta":
+            return self.name[1]
+        return None
+
+    @property
+    def is_delta(self) -> bool:
+        return (self.provider or "").lower() == "delta"
+
+
+def save_as_table(
+    spark: SparkSession,
+    df: DataFrame,
+    name: str,
+    mode: str,
+    partition_by: list[str] | None,
+    options: dict[str, str],
+) -> None:
+    """``df.write.format("delta").saveAsTable(name)``: a table the catalog knows is written
+    as a new version (an overwrite keeps its history, where Spark's own ``saveAsTable`` would
+    drop and recreate it); a new one is written, then registered: at ``options["path"]`` as
+    an external table, else as a managed table under the warehouse."""
+    options = dict(options)
+    path = next((options.pop(k) for k in list(options) if k.lower() == "path"), None)
+    entry = lookup(spark, name)
+    lowered = mode.lower()
+    if entry is not None:
+        _check_delta(entry, name)
+        if lowered in ("error", "errorifexists", "default"):
+            raise DeltaAnalysisException(
+                f"[TABLE_OR_VIEW_ALREADY_EXISTS] table {name} already exists (mode {mode}): "
+                "use mode('append') or mode('overwrite')"
+            )
+        if lowered == "ignore":
+            return
+        _check_location(entry, name, path)
+        write_delta(spark, df, entry.location, WriteRequest(mode, partition_by, options))
+        refresh(spark, entry)
+        return
+    location = path or default_location(spark, name)
+    options[OPERATION_OPTION] = "CREATE TABLE AS SELECT"
+    write_delta(spark, df, location, WriteRequest(mode, partition_by, options))
+    register(spark, name, location, managed=path is None)
+
+
+def write_to(
+    spark: SparkSession,
+    df: DataFrame,
+    action: str,
+    definition: TableDefinition,
+    condition: str | None,
+) -> bool:
+    """``df.writeTo(name).<action>()`` when ``name`` is a Delta table (``append``,
+    ``overwrite(condition)``, ``overwritePartitions``) or the writer says ``using("delta")``
+    (``replace``, ``createOrReplace``); False leaves the write to Spark. (``create`` is
+    Spark's CREATE TABLE AS SELECT, which the ``delta`` source serves.)"""
+    if action in ("replace", "createOrReplace"):
+        if not definition.is_delta:
+            return False
+        or_create = action == "createOrReplace"
+        operation = "CREATE OR REPLACE TABLE AS SELECT" if or_create else "REPLACE TABLE AS SELECT"
+        replace_table(spark, replace(definition, or_create=or_create), df, operation)
+        return True
+    if action not in ("append", "overwrite", "overwritePartitions"):
+        return False
+    path = definition.delta_path
+    entry = None
+    if path is None:
+        entry = lookup(spark, definition.text)
+        if entry is None or entry.provider != "delta":
+            return False  # Spark's error (not found, or not a table V2 writes can take)
+        path = entry.location
+    elif not DeltaLog(path).is_delta_table():
+        raise DeltaTableNotFoundError(f"{definition.text}: {path} is not a Delta table")
+    options = dict(definition.options)
+    if action == "overwrite":
+        options["replaceWhere"] = condition or "true"
+    elif action == "overwritePartitions":
+        options["partitionOverwriteMode"] = "dynamic"
+    mode = "append" if action == "append" else "overwrite"
+    write_delta(spark, df, path, WriteRequest(mode, None, options))
+    if entry is not None:
+        refresh(spark, entry)
+    return True
+
+
+def replace_table(
+    spark: SparkSession,
+    definition: TableDefinition,
+    data: DataFrame | None,
+    operation: str,
+) -> None:
+    """``[CREATE OR] REPLACE TABLE``: one commit over the table's log gives it the new
+    schema, partitioning, properties, comment and data (``data``; None: no rows), keeping
+    its history and identity, as delta-spark does. A missing table is created and
+    registered when ``definition.or_create``; a table of another format is refused."""
+    if definition.clustering:
+        raise DeltaUnsupportedOperationException(
+            f"CLUSTER BY ({', '.join(definition.clustering)}): liquid clustering is not "
+            "supported yet; use PARTITIONED BY"
+        )
+    if data is None:
+        assert definition.schema is not None  # REPLACE TABLE without AS has columns
+        data = spark.createDataFrame([], definition.schema)
+    path = definition.delta_path
+    if path is not None:
+        if not definition.or_create and not DeltaLog(path).is_delta_table():
+            raise _missing(definition)
+        _write_definition(spark, path, definition, data, operation)
+        return
+    entry = lookup(spark, definition.text)
+    if entry is None:
+        if not definition.or_create:
+            raise _missing(definition)
+        location = definition.location or default_location(spark, definition.text)
+        _write_definition(spark, location, definition, data, operation)
+        register(spark, definition.text, location, managed=definition.location is None)
+        return
+    _check_delta(entry, definition.text)
+    _check_location(entry, definition.text, definition.location)
+    _write_definition(spark, entry.location, definition, data, operation)
+    refresh(spark, entry)
+
+
+def _write_definition(
+    spark: SparkSession,
+    location: str,
+    definition: TableDefinition,
+    data: DataFrame,
+    operation: str,
+) -> None:
+    options = {
+        **definition.options,
+        **definition.properties,
+        OPERATION_OPTION: operation,
+        REPLACE_OPTION: "true",
+        "overwriteSchema": "true",
+    }
+    if definition.comment is not None:
+        options[DESCRIPTION_OPTION] = definition.comment
+    write_delta(
+        spark, data, location, WriteRequest("overwrite", list(definition.partitioning), options)
+    )
+
+
+def _missing(definition: TableDefinition) -> DeltaAnalysisException:
+    return DeltaAnalysisException(
+        f"[TABLE_OR_VIEW_NOT_FOUND] cannot replace table {definition.text}: it does not "
+        "exist; use CREATE OR REPLACE TABLE (or writeTo(...).createOrReplace())"
+    )
+
+
+def _check_delta(entry: CatalogEntry, name: str) -> None:
+    if entry.provider != "delta":
+        raise DeltaAnalysisException(
+            f"[DELTA_TABLE_NOT_DELTA] {name} is a {entry.provider} table, not a Delta table"
+        )
+
+
+def _check_location(entry: CatalogEntry, name: str, location: str | None) -> None:
+    if location is not None and to_local_path(location).rstrip("/") != entry.location.rstrip("/"):
+        raise DeltaAnalysisException(
+            f"[DELTA_CREATE_TABLE_WITH_DIFFERENT_LOCATION] table {name} is at "
+            f"{entry.location}, not at the location given ({location})"
+        )
