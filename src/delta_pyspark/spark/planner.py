@@ -55,6 +55,7 @@ from delta_pyspark.exceptions import (
     DeltaIllegalArgumentException,
     DeltaPlannerUnsupportedError,
     DeltaSchemaChangedError,
+    DeltaUnsupportedOperationException,
 )
 from delta_pyspark.spark.integration import (
     classic_session,
@@ -98,6 +99,16 @@ def time_travel(
     if version is not None and ts is not None:
         raise DeltaIllegalArgumentException("give either versionAsOf or timestampAsOf, not both")
     return path, version, ts
+
+
+def _refuse_change_feed(options: dict[str, str]) -> None:
+    """``readChangeFeed`` is not built yet: refused, where ignoring it would return the
+    table's rows as if they were its changes."""
+    for key, value in options.items():
+        if key.lower() in ("readchangefeed", "readchangedata") and value.lower() == "true":
+            raise DeltaUnsupportedOperationException(
+                f"option {key} (the change data feed) is not supported by delta-pyspark yet"
+            )
 
 
 def check_files_exist(snapshot: Snapshot) -> None:
@@ -158,6 +169,7 @@ class DeltaTables:
     def resolve(self, path: str, options: dict[str, str], time_zone: str) -> tuple[Snapshot, bool]:
         """The snapshot a read of ``path`` with ``options`` starts from, and whether time
         travel pins it."""
+        _refuse_change_feed(options)
         root, version, ts = time_travel(path, options, time_zone)
         if ts is not None:
             version = DeltaLog(root).snapshot_at_timestamp(ts).version
