@@ -14,6 +14,7 @@ import json
 import os
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
@@ -307,6 +308,12 @@ class DeltaLog:
         return segment.checkpoint.files[0].modification_time if segment.checkpoint else 0
 
     # ------------------------------------------------------------ history and time
+
+    def commits(self, start: int = 0) -> Iterator[tuple[int, CommitActions]]:
+        """Each commit from ``start`` on with its actions as written, ascending (read one
+        at a time: a streaming read follows them)."""
+        for version, status in self.commit_files(start):
+            yield version, self._read_commit(status.path)
 
     def commit_records(self, start: int = 0, end: int | None = None) -> list[CommitRecord]:
         """Commits in ``[start, end]`` with monotonic timestamps, ascending.

@@ -257,8 +257,7 @@ class Transaction:
         if (
             operation in _CHANGE_DATA_OPERATIONS
             and not self._cdcs
-            and self.metadata.configuration.get("delta.enableChangeDataFeed", "").lower()
-            == "true"
+            and self.metadata.configuration.get("delta.enableChangeDataFeed", "").lower() == "true"
             and any(a.get("dataChange", True) for a in self.added_files)
         ):
             raise DeltaUnsupportedOperationException(

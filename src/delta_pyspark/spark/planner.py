@@ -57,6 +57,7 @@ from delta_pyspark.exceptions import (
     DeltaSchemaChangedError,
     DeltaUnsupportedOperationException,
 )
+from delta_pyspark.spark import streaming
 from delta_pyspark.spark.integration import (
     classic_session,
     convert_errors,
@@ -148,6 +149,7 @@ class _Relation:
     partition_columns: list[str]
     vectors: bool  # its format drops the rows deletion vectors mark
     report: ScanReport | None = None
+    fixed: pa.Table | None = None  # a micro-batch's files (no listing of a snapshot)
 
 
 class DeltaTables:
@@ -188,19 +190,28 @@ class DeltaTables:
 
     def open(self, path: str, options: str, timeZone: str) -> str:
         try:
-            fields = options.split("\0")[:-1]
-            opts = dict(zip(fields[::2], fields[1::2], strict=True))
-            snapshot, pinned = self.resolve(path, opts, timeZone)
-            if pinned:
-                check_files_exist(snapshot)
+            opts = _options(options)
+            fixed = None
+            if streaming.END_OPTION in opts:
+                snapshot, fixed = streaming.batch_files(to_local_path(path), opts)
+                pinned = True
+            else:
+                snapshot, pinned = self.resolve(path, opts, timeZone)
+                if pinned:
+                    check_files_exist(snapshot)
             schema = snapshot.schema
             mode = column_mapping_mode(snapshot.configuration)
             physical = "" if mode == "none" else to_physical_schema(schema, mode).to_json()
             parts = snapshot.partition_columns
             table_id = str(next(self._ids))
-            vectors = _supports_vectors(snapshot)
+            vectors = _supports_vectors(snapshot) or (fixed is not None and _has_vectors(fixed))
             self._relations[table_id] = _Relation(
-                snapshot.table_root, snapshot.version if pinned else None, schema, parts, vectors
+                snapshot.table_root,
+                snapshot.version if pinned else None,
+                schema,
+                parts,
+                vectors,
+                fixed=fixed,
             )
             part_schema = StructType(tuple(schema.field(c) for c in parts))
             return "O" + "\0".join(
@@ -221,9 +232,12 @@ class DeltaTables:
         try:
             relation = self._relations[tableId]
             snapshot = self._snapshot(relation.root, relation.version)
-            _check_compatible(relation, snapshot)
-            predicate = and_all(parse_predicate(f) for f in filters.split("\0") if f)
-            files = prune_files(snapshot, predicate, timeZone)
+            if relation.fixed is not None:  # a micro-batch: Spark filters its rows
+                files = relation.fixed
+            else:
+                _check_compatible(relation, snapshot)
+                predicate = and_all(parse_predicate(f) for f in filters.split("\0") if f)
+                files = prune_files(snapshot, predicate, timeZone)
             if not relation.vectors and _has_vectors(files):
                 raise DeltaPlannerUnsupportedError(
                     f"{snapshot.table_root} (version {snapshot.version}): deletion vectors "
@@ -244,13 +258,73 @@ class DeltaTables:
             if not path:
                 raise DeltaIllegalArgumentException("save() on a delta writer needs a path")
             spark = python_session(session)
-            fields = options.split("\0")[:-1]
-            opts = dict(zip(fields[::2], fields[1::2], strict=True))
+            opts = _options(options)
             opts.pop("path", None)
             partitions = opts.pop(PARTITION_COLUMNS_OPTION, None)
             request = WriteRequest(mode, json.loads(partitions) if partitions else None, opts)
             # Spark names a catalog table's location as a URI (file:/...)
             write_delta(spark, python_frame(data, spark), to_local_path(path), request)
+            return "O"
+        except Exception as e:
+            return _answer_error(e)
+
+    # ------------------------------------------------------------ streaming
+
+    def streamSchema(self, path: str, options: str) -> str:
+        try:
+            spark_json, log_schema = streaming.stream_schema(to_local_path(path), _options(options))
+            return f"O{spark_json}\0{log_schema}"
+        except Exception as e:
+            return _answer_error(e)
+
+    def streamOffset(
+        self,
+        path: str,
+        options: str,
+        schemaString: str,
+        start: str,
+        limited: bool,
+        endVersion: int,
+    ) -> str:
+        try:
+            return "O" + streaming.stream_offset(
+                to_local_path(path), _options(options), schemaString, start, limited, endVersion
+            )
+        except Exception as e:
+            return _answer_error(e)
+
+    def latestVersion(self, path: str) -> str:
+        try:
+            return f"O{streaming.latest_version(to_local_path(path))}"
+        except Exception as e:
+            return _answer_error(e)
+
+    def writeStream(
+        self,
+        session: Any,
+        path: str,
+        batchId: int,
+        queryId: str,
+        outputMode: str,
+        options: str,
+        data: Any,
+    ) -> str:
+        try:
+            spark = python_session(session)
+            opts = _options(options)
+            opts.pop("path", None)
+            opts.pop("checkpointLocation", None)
+            partitions = opts.pop(PARTITION_COLUMNS_OPTION, None)
+            streaming.write_stream(
+                spark,
+                python_frame(data, spark),
+                to_local_path(path),
+                batchId,
+                queryId,
+                outputMode,
+                opts,
+                json.loads(partitions) if partitions else None,
+            )
             return "O"
         except Exception as e:
             return _answer_error(e)
@@ -261,6 +335,12 @@ class DeltaTables:
 
     class Java:
         implements: ClassVar[list[str]] = ["deltapyspark.DeltaTables"]
+
+
+def _options(encoded: str) -> dict[str, str]:
+    """Options as the JVM encodes them: ``key NUL value NUL ...``."""
+    fields = encoded.split("\0")[:-1]
+    return dict(zip(fields[::2], fields[1::2], strict=True))
 
 
 def _check_compatible(relation: _Relation, now: Snapshot) -> None:

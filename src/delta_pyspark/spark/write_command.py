@@ -70,6 +70,8 @@ class WriteRequest:
     mode: str = "errorifexists"
     partition_by: list[str] | None = None
     options: dict[str, str] = field(default_factory=dict)
+    # The commit's operationParameters, when the caller's operation has its own (streaming).
+    parameters: dict[str, str] | None = None
 
     def opt(self, name: str, default: str | None = None) -> str | None:
         lowered = {k.lower(): v for k, v in self.options.items()}
@@ -187,7 +189,9 @@ def write_delta(
         "mode": mode.capitalize() if mode != "errorifexists" else "ErrorIfExists",
         "partitionBy": json.dumps(partitions),
     }
-    if operation != "WRITE":  # CREATE TABLE [AS SELECT]: delta-spark's parameters
+    if request.parameters is not None:
+        params = dict(request.parameters)
+    elif operation != "WRITE":  # CREATE TABLE [AS SELECT]: delta-spark's parameters
         params = {
             "partitionBy": json.dumps(partitions),
             "description": metadata.description,

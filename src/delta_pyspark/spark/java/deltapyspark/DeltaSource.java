@@ -20,6 +20,9 @@ import org.apache.spark.sql.sources.CreatableRelationProvider;
 import org.apache.spark.sql.sources.DataSourceRegister;
 import org.apache.spark.sql.sources.RelationProvider;
 import org.apache.spark.sql.sources.SchemaRelationProvider;
+import org.apache.spark.sql.sources.StreamSinkProvider;
+import org.apache.spark.sql.sources.StreamSourceProvider;
+import org.apache.spark.sql.streaming.OutputMode;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.unsafe.Platform;
@@ -45,6 +48,8 @@ public final class DeltaSource
         RelationProvider,
         SchemaRelationProvider,
         CreatableRelationProvider,
+        StreamSourceProvider,
+        StreamSinkProvider,
         FileFormat {
   static final String EXTENSIONS = "deltapyspark.DeltaSparkExtensions";
 
@@ -177,6 +182,62 @@ public final class DeltaSource
       throw error(answer.substring(1));
     }
     return createRelation(context, parameters);
+  }
+
+  public Tuple2 sourceSchema(
+      SQLContext context, Option schema, String providerName, Map parameters) {
+    return new Tuple2(shortName(), DataType.fromJson(streamSchemas(schema, parameters)[0]));
+  }
+
+  public org.apache.spark.sql.execution.streaming.Source createSource(
+      SQLContext context, String metadataPath, Option schema, String providerName,
+      Map parameters) {
+    return new DeltaStreamSource(
+        context, this, streamPath(parameters), parameters, streamSchemas(schema, parameters));
+  }
+
+  /** The stream's schema as Spark's JSON and as the log's schema string. */
+  private static String[] streamSchemas(Option schema, Map parameters) {
+    if (schema.isDefined() && !parameters.contains(DeltaWrites.CATALOG_OPTION)) {
+      throw error(
+          "Delta tables take their schema from the transaction log: reading one with a "
+              + "user-specified schema is not supported (remove .schema(...))");
+    }
+    String answer = tables().streamSchema(streamPath(parameters), encode(parameters));
+    if (answer.startsWith("E")) {
+      throw error(answer.substring(1));
+    }
+    return answer.substring(1).split("\0", -1);
+  }
+
+  private static String streamPath(Map parameters) {
+    Option path = parameters.get("path");
+    if (path.isEmpty()) {
+      throw error("a streaming read or write of a Delta table needs a path");
+    }
+    return (String) path.get();
+  }
+
+  public org.apache.spark.sql.execution.streaming.Sink createSink(
+      SQLContext context, Map parameters, Seq partitionColumns, OutputMode outputMode) {
+    Map options = parameters;
+    if (partitionColumns.nonEmpty()) {
+      StringBuilder json = new StringBuilder("[");
+      Iterator it = partitionColumns.iterator();
+      while (it.hasNext()) {
+        String column = (String) it.next();
+        json.append('"').append(column.replace("\\", "\\\\").replace("\"", "\\\""))
+            .append('"');
+        if (it.hasNext()) {
+          json.append(',');
+        }
+      }
+      options = (Map) options.updated("__partition_columns", json.append(']').toString());
+    }
+    return new DeltaStreamSink(
+        streamPath(parameters),
+        outputMode.toString().toLowerCase(java.util.Locale.ROOT),
+        encode(options));
   }
 
   static RuntimeException writeRefused() {

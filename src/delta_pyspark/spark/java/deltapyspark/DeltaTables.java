@@ -39,4 +39,33 @@ public interface DeltaTables {
    * __partition_columns} as Spark passes {@code partitionBy}). Answer: {@code O}, or an error.
    */
   String write(Object session, String path, String mode, String options, Object data);
+
+  /**
+   * The schema a streaming read of the table at {@code path} with {@code options} delivers:
+   * {@code O spark-schema-json NUL log-schema-string}, or an error.
+   */
+  String streamSchema(String path, String options);
+
+  /**
+   * The offset after the next micro-batch of a streaming read of schema {@code schemaString}
+   * (as the log writes it) from {@code start} (empty: from
+   * the beginning), within the read's limits when {@code limited}, not past {@code
+   * endVersion} (negative: no end): {@code O offset-json}, {@code O} alone when nothing is
+   * new, or an error.
+   */
+  String streamOffset(
+      String path, String options, String schemaString, String start, boolean limited,
+      long endVersion);
+
+  /** The table's latest version: {@code O version}, or an error. */
+  String latestVersion(String path);
+
+  /**
+   * Writes micro-batch {@code batchId} of streaming query {@code queryId} ({@code data}, a
+   * Dataset of {@code session}) to the table at {@code path} in {@code outputMode} ({@code
+   * append} or {@code complete}), once: {@code O}, or an error.
+   */
+  String writeStream(
+      Object session, String path, long batchId, String queryId, String outputMode,
+      String options, Object data);
 }

@@ -1,0 +1,139 @@
+"""Structured Streaming on Delta tables: the Python side of the JVM's ``DeltaStreamSource``
+and ``DeltaStreamSink``.
+
+The source asks here for its schema, for the offset after each micro-batch and, through
+the ``delta`` relation (``planner.DeltaTables.open``), for the files of a batch; which
+files those are is the core's (``core/stream_source.py``). The sink writes each
+micro-batch with the write command, as one transaction carrying ``txn(appId = query id,
+version = batch id)``: a batch Spark replays after a failure finds its version committed
+and is skipped, so every row lands once.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from delta_pyspark.core.delta_log import DeltaLog
+from delta_pyspark.core.snapshot import Snapshot
+from delta_pyspark.core.stream_source import StreamOffset, StreamOptions, StreamSource
+from delta_pyspark.exceptions import DeltaIllegalArgumentException
+from delta_pyspark.spark.types import to_spark_type
+from delta_pyspark.spark.write_command import (
+    OPERATION_OPTION,
+    WriteRequest,
+    write_delta,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+# Options DeltaStreamSource.java gives the relation of a micro-batch.
+START_OPTION = "__delta_stream_start"
+END_OPTION = "__delta_stream_end"
+SCHEMA_OPTION = "__delta_stream_schema"
+STREAMING_OPERATION = "STREAMING UPDATE"
+
+
+def _source(path: str, options: dict[str, str], schema_json: str) -> StreamSource:
+    log = DeltaLog.for_table(path)
+    return StreamSource(log, StreamOptions.parse(options, log), schema_json)
+
+
+def stream_schema(path: str, options: dict[str, str]) -> tuple[str, str]:
+    """The schema a streaming read of ``path`` delivers, the table's at the version it starts
+    from: as Spark's JSON, and as the log writes it (later versions are compared to it)."""
+    log = DeltaLog.for_table(path)
+    start = StreamOptions.parse(options, log).starting_version
+    snapshot = log.snapshot()
+    if start is not None and start <= snapshot.version:
+        snapshot = log.snapshot(start)
+    return str(to_spark_type(snapshot.schema).json()), snapshot.metadata.schema_string
+
+
+def stream_offset(
+    path: str,
+    options: dict[str, str],
+    schema_string: str,
+    start: str,
+    limited: bool,
+    end_version: int,
+) -> str:
+    """The offset (JSON) after the next micro-batch; "" when nothing is new."""
+    source = _source(path, options, schema_string)
+    begin = StreamOffset.from_json(start) if start else None
+    latest = source.latest_offset(begin, limited, end_version if end_version >= 0 else None)
+    return "" if latest is None or latest == begin else latest.to_json()
+
+
+def batch_files(path: str, options: dict[str, str]) -> tuple[Snapshot, pa.Table]:
+    """The snapshot a micro-batch's relation describes (the table at the batch's last
+    version) and the batch's files, in the layout of ``Snapshot.files``."""
+    schema_json = options.get(SCHEMA_OPTION)
+    end = options.get(END_OPTION)
+    if schema_json is None or end is None:
+        raise DeltaIllegalArgumentException("a micro-batch read needs its end offset and schema")
+    source = _source(path, options, schema_json)
+    start = options.get(START_OPTION)
+    end_offset = StreamOffset.from_json(end)
+    adds = source.batch(StreamOffset.from_json(start) if start else None, end_offset)
+    snapshot = source.log.snapshot(end_offset.version)
+    return snapshot, _files_table(adds, snapshot.files.schema)
+
+
+def _files_table(adds: list[dict[str, Any]], layout: pa.Schema) -> pa.Table:
+    fields = [layout.field(name) for name in ("path", "size", "modificationTime")]
+    fields += [layout.field("partitionValues"), layout.field("deletionVector")]
+    rows = [
+        {
+            "path": a["path"],
+            "size": a["size"],
+            "modificationTime": a["modificationTime"],
+            "partitionValues": list((a.get("partitionValues") or {}).items()),
+            "deletionVector": a.get("deletionVector"),
+        }
+        for a in adds
+    ]
+    return pa.Table.from_pylist(rows, schema=pa.schema(fields))
+
+
+def latest_version(path: str) -> int:
+    return DeltaLog.for_table(path).snapshot().version
+
+
+def write_stream(
+    spark: SparkSession,
+    df: DataFrame,
+    path: str,
+    batch_id: int,
+    query_id: str,
+    output_mode: str,
+    options: dict[str, str],
+    partition_by: list[str] | None,
+) -> None:
+    """Micro-batch ``batch_id`` of query ``query_id``, once: appended (``append``), or
+    replacing the table's rows (``complete``)."""
+    if output_mode not in ("append", "complete"):
+        raise DeltaIllegalArgumentException(
+            f"the Delta sink takes output mode append or complete, not {output_mode}"
+        )
+    lowered = {k.lower() for k in options}
+    if "txnappid" in lowered or "txnversion" in lowered:
+        raise DeltaIllegalArgumentException(
+            "txnAppId/txnVersion are set by the Delta sink itself (query id, batch id); "
+            "use them with foreachBatch"
+        )
+    request_options = {
+        **options,
+        "txnAppId": query_id,
+        "txnVersion": str(batch_id),
+        OPERATION_OPTION: STREAMING_OPERATION,
+    }
+    mode = "overwrite" if output_mode == "complete" else "append"
+    parameters = {
+        "outputMode": output_mode.capitalize(),
+        "queryId": query_id,
+        "epochId": str(batch_id),
+    }
+    write_delta(spark, df, path, WriteRequest(mode, partition_by, request_options, parameters))
