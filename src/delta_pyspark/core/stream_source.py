@@ -162,14 +162,24 @@ class StreamSource:
         return max_bytes is not None and files > 0 and size >= max_bytes
 
     def batch(self, start: StreamOffset | None, end: StreamOffset) -> list[dict[str, Any]]:
-        """The adds of the files after ``start`` up to and including ``end``."""
-        begin = start or self.initial_offset()
+        """The adds of the files after ``start`` up to and including ``end`` (a first
+        batch, ``start`` None, from where the stream ``end`` belongs to began)."""
+        begin = start or StreamOffset(
+            end.table_id,
+            end.version if end.is_starting_version else self._first_version(end),
+            -1,
+            end.is_starting_version,
+        )
         out = []
         for item in self.files_after(begin, end.version):
             if (item.version, item.index) > (end.version, end.index):
                 break
             out.append(item.add)
         return out
+
+    def _first_version(self, end: StreamOffset) -> int:
+        start = self.options.starting_version
+        return end.version if start is None else min(start, end.version)
 
     def files_after(self, offset: StreamOffset, end_version: int | None) -> Iterator[IndexedFile]:
         """Every file after ``offset``, in delivery order, up to ``end_version``."""
@@ -221,7 +231,11 @@ class StreamSource:
         )
 
     def _check_schema(self, schema_string: str, version: int) -> None:
-        if json.loads(schema_string) != json.loads(self.schema_json):
+        """Fail on a schema the stream cannot read its data with: one the stream's schema
+        does not cover (a column added since the stream started, or dropped or retyped
+        since). A restarted stream reads with the latest schema, which covers older ones
+        that only lack columns."""
+        if not _covers(json.loads(self.schema_json), json.loads(schema_string)):
             raise DeltaSchemaChangedError(
                 f"[DELTA_SCHEMA_CHANGED_WITH_VERSION] Detected schema change in version "
                 f"{version} of {self.log.table_root}: the stream reads schema "
@@ -238,6 +252,12 @@ class StreamSource:
                 f"checkpoint was made reading table {offset.table_id}, and "
                 f"{self.log.table_root} is now table {table_id}: use a new checkpoint"
             )
+
+
+def _covers(stream: dict[str, Any], version: dict[str, Any]) -> bool:
+    """Whether every column of ``version`` is in ``stream``, with its type."""
+    fields = {f["name"].lower(): f["type"] for f in stream.get("fields", [])}
+    return all(fields.get(f["name"].lower()) == f["type"] for f in version.get("fields", []))
 
 
 def _ordered(snapshot: Snapshot) -> list[dict[str, Any]]:

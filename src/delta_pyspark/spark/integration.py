@@ -171,9 +171,10 @@ def serve_callbacks(spark: SparkSession, name: str, register: Callable[[], None]
 
 
 def convert_errors(original_of: Callable[[Any], BaseException | None]) -> None:
-    """Make PySpark raise ``original_of(java_error)`` for a JVM error when it is not None,
-    instead of its conversion (PySpark 4.0's ``captured.convert_exception``, which its py4j
-    hook looks up at each error). Installed once per process."""
+    """Make PySpark raise ``original_of(java_error)`` for a JVM error when it is not None
+    (and the error is not a streaming query's failure), instead of its conversion (PySpark
+    4.0's ``captured.convert_exception``, which its py4j hook looks up at each error).
+    Installed once per process."""
     from pyspark.errors.exceptions import captured
 
     converted = captured.convert_exception
@@ -181,11 +182,23 @@ def convert_errors(original_of: Callable[[Any], BaseException | None]) -> None:
         return
 
     def convert(java_error: Any) -> Any:
+        if _is_streaming_failure(java_error):
+            return converted(java_error)  # the query's failure names ours in its message
         failure = original_of(java_error)
         return failure if failure is not None else converted(java_error)
 
     convert._delta_pyspark = True  # type: ignore[attr-defined]
     captured.convert_exception = convert
+
+
+def _is_streaming_failure(java_error: Any) -> bool:
+    """A streaming query's failure: PySpark users catch it as ``StreamingQueryException``,
+    whatever failed inside the query."""
+    try:
+        name = str(java_error.getClass().getName())
+    except Exception:  # not a JVM object
+        return False
+    return name == "org.apache.spark.sql.streaming.StreamingQueryException"
 
 
 def on_every_session(then: Callable[[SparkSession], Any]) -> None:

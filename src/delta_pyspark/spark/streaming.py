@@ -90,12 +90,19 @@ def _files_table(adds: list[dict[str, Any]], layout: pa.Schema) -> pa.Table:
             "path": a["path"],
             "size": a["size"],
             "modificationTime": a["modificationTime"],
-            "partitionValues": list((a.get("partitionValues") or {}).items()),
+            "partitionValues": _pairs(a.get("partitionValues")),
             "deletionVector": a.get("deletionVector"),
         }
         for a in adds
     ]
     return pa.Table.from_pylist(rows, schema=pa.schema(fields))
+
+
+def _pairs(values: Any) -> list[tuple[str, str | None]]:
+    """Partition values as map entries: a commit's add has a dict, a snapshot's row pairs."""
+    if isinstance(values, dict):
+        return list(values.items())
+    return list(values or [])
 
 
 def latest_version(path: str) -> int:

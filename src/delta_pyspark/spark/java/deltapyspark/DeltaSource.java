@@ -192,8 +192,19 @@ public final class DeltaSource
   public org.apache.spark.sql.execution.streaming.Source createSource(
       SQLContext context, String metadataPath, Option schema, String providerName,
       Map parameters) {
+    String path = streamPath(parameters);
+    Option start = parameters.get("startingVersion");
+    if (start.isDefined() && "latest".equalsIgnoreCase(((String) start.get()).trim())) {
+      // fixed once: the stream starts after the version that is latest now
+      String answer = tables().latestVersion(path);
+      if (answer.startsWith("E")) {
+        throw error(answer.substring(1));
+      }
+      long next = Long.parseLong(answer.substring(1)) + 1;
+      parameters = (Map) parameters.updated("startingVersion", String.valueOf(next));
+    }
     return new DeltaStreamSource(
-        context, this, streamPath(parameters), parameters, streamSchemas(schema, parameters));
+        context, this, path, parameters, streamSchemas(schema, parameters));
   }
 
   /** The stream's schema as Spark's JSON and as the log's schema string. */
