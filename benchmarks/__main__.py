@@ -14,6 +14,7 @@ BENCHMARKS = {
     "optimize": "benchmarks.optimize",
     "planner_reads": "benchmarks.planner_reads",
     "catalog_commits": "benchmarks.catalog_commits",
+    "streaming": "benchmarks.streaming",
 }
 
 
