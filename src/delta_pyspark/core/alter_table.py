@@ -30,6 +30,7 @@ from delta_pyspark.core.schema import (
     schema_to_string,
 )
 from delta_pyspark.core.snapshot import Snapshot
+from delta_pyspark.core.stats import split_column_name
 from delta_pyspark.core.table_features import protocol_for
 from delta_pyspark.core.transaction import Transaction
 from delta_pyspark.exceptions import (
@@ -186,37 +187,20 @@ def _target_protocol(
 
 
 def _check_stats_columns(snapshot: Snapshot, requested: Mapping[str, str]) -> None:
-    value = requested.get("delta.dataSkippingStatsColumns")
+    value = requested.get(props.STATS_COLUMNS)
     if value is None:
         return
     for name in props.split_column_list(value):
-        parts = [p.strip("`") for p in _split_path(name)]
+        parts = split_column_name(name)
         dt: DataType = snapshot.schema
         for part in parts:
             field = dt.find_field(part) if isinstance(dt, StructType) else None
             if field is None:
                 raise DeltaAnalysisException(
-                    f"delta.dataSkippingStatsColumns names {name!r}, which is not a column "
+                    f"{props.STATS_COLUMNS} names {name!r}, which is not a column "
                     f"of the table (columns: {', '.join(snapshot.schema.field_names)})"
                 )
             dt = field.type
-
-
-def _split_path(name: str) -> list[str]:
-    """``a.b`` / ```a.b`.c`` to its parts (dots inside backticks belong to the name)."""
-    out: list[str] = []
-    current: list[str] = []
-    quoted = False
-    for ch in name:
-        if ch == "`":
-            quoted = not quoted
-        elif ch == "." and not quoted:
-            out.append("".join(current))
-            current = []
-            continue
-        current.append(ch)
-    out.append("".join(current))
-    return out
 
 
 def _column_mapping_change(

@@ -20,6 +20,8 @@ ICT_ENABLEMENT_VERSION = "delta.inCommitTimestampEnablementVersion"
 ICT_ENABLEMENT_TIMESTAMP = "delta.inCommitTimestampEnablementTimestamp"
 ISOLATION_LEVEL = "delta.isolationLevel"
 APPEND_ONLY = "delta.appendOnly"
+TYPE_WIDENING = "delta.enableTypeWidening"
+STATS_COLUMNS = "delta.dataSkippingStatsColumns"
 
 _UNIT_MS = {
     "microsecond": 0.001,
@@ -78,6 +80,10 @@ def checkpoint_stats_as_struct(conf: Mapping[str, str]) -> bool:
 
 def in_commit_timestamps(conf: Mapping[str, str]) -> bool:
     return _bool(conf, IN_COMMIT_TIMESTAMPS, False)
+
+
+def type_widening(conf: Mapping[str, str]) -> bool:
+    return _bool(conf, TYPE_WIDENING, False)
 
 
 def append_only(conf: Mapping[str, str]) -> bool:
@@ -252,10 +258,10 @@ _SPECS = [
     PropertySpec(COLUMN_MAPPING_MODE, _check_choice("none", "name", "id")),
     PropertySpec(ENABLE_DELETION_VECTORS, _check_bool, "deletionVectors"),
     PropertySpec("delta.enableChangeDataFeed", _check_bool, "changeDataFeed"),
-    PropertySpec("delta.enableTypeWidening", _check_bool, "typeWidening"),
+    PropertySpec(TYPE_WIDENING, _check_bool, "typeWidening"),
     PropertySpec(SYMLINK_MANIFEST, _check_bool),
     PropertySpec("delta.dataSkippingNumIndexedCols", _check_int(-1)),
-    PropertySpec("delta.dataSkippingStatsColumns", _check_column_list),
+    PropertySpec(STATS_COLUMNS, _check_column_list),
     PropertySpec("delta.targetFileSize", _check_size),
     PropertySpec("delta.tuneFileSizesForRewrites", _check_bool),
     PropertySpec("delta.autoOptimize.optimizeWrite", _check_bool),

@@ -29,7 +29,7 @@ from delta_pyspark.core.schema import (
 )
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.table_features import protocol_for
-from delta_pyspark.core.table_properties import canonical_key, is_delta_key
+from delta_pyspark.core.table_properties import canonical_key, is_delta_key, type_widening
 from delta_pyspark.core.transaction import Transaction
 from delta_pyspark.exceptions import (
     DeltaAnalysisException,
@@ -300,7 +300,7 @@ def _target_metadata(
             "mode('overwrite') to change partitioning"
         )
     if merge_schema:
-        widening = _truthy(snapshot.configuration.get("delta.enableTypeWidening", "false"))
+        widening = type_widening(snapshot.configuration)
         merged = merge_schemas(snapshot.schema, data_schema, allow_type_widening=widening)
         if merged != snapshot.schema:
             return snapshot.metadata.with_changes(schema_string=schema_to_string(merged))
