@@ -98,7 +98,7 @@ BOTTOM = ("delta_pyspark.core", "delta_pyspark.exceptions", "delta_pyspark._vers
     ("layer", "allowed", "banned"),
     [
         # not pyspark (not even lazily), the package root, the data plane, nor the API
-        # (tables, session, sql, sql_text, cli, demo)
+        # (tables, session, sql, cli, demo)
         ("core", BOTTOM, ("pyspark", "py4j")),
         # not the package root nor the API above it
         ("spark", (*BOTTOM, "delta_pyspark.spark"), ()),

@@ -28,8 +28,10 @@ from delta_pyspark.spark.catalog import (
     register,
 )
 from delta_pyspark.spark.write_command import (
+    DECLARED_SCHEMA_OPTION,
     DESCRIPTION_OPTION,
     OPERATION_OPTION,
+    PROPERTIES_OPTION,
     REPLACE_OPTION,
     WriteRequest,
     write_delta,
@@ -182,6 +184,7 @@ def replace_table(
             f"CLUSTER BY ({', '.join(definition.clustering)}): liquid clustering is not "
             "supported yet; use PARTITIONED BY"
         )
+    declared = data is None
     if data is None:
         assert definition.schema is not None  # REPLACE TABLE without AS has columns
         data = spark.createDataFrame([], definition.schema)
@@ -189,20 +192,63 @@ def replace_table(
     if path is not None:
         if not definition.or_create and not DeltaLog(path).is_delta_table():
             raise _missing(definition)
-        _write_definition(spark, path, definition, data, operation)
+        _write_definition(spark, path, definition, data, operation, declared)
         return
     entry = lookup(spark, definition.text)
     if entry is None:
         if not definition.or_create:
             raise _missing(definition)
         location = definition.location or default_location(spark, definition.text)
-        _write_definition(spark, location, definition, data, operation)
+        _write_definition(spark, location, definition, data, operation, declared)
         register(spark, definition.text, location, managed=definition.location is None)
         return
     _check_delta(entry, definition.text)
     _check_location(entry, definition.text, definition.location)
-    _write_definition(spark, entry.location, definition, data, operation)
+    _write_definition(spark, entry.location, definition, data, operation, declared)
     refresh(spark, entry)
+
+
+def create_at_path(
+    spark: SparkSession,
+    definition: TableDefinition,
+    data: DataFrame | None,
+    if_not_exists: bool,
+) -> None:
+    """``CREATE TABLE [IF NOT EXISTS] delta.`path` ...``: version 0 with the definition's
+    schema (or ``data``'s), partitioning, properties and comment. An existing table is left
+    alone when IF NOT EXISTS says so, or when the statement only names it (no columns, no
+    query: delta-spark accepts that as a no-op); anything else is refused unchanged."""
+    path = definition.delta_path
+    assert path is not None
+    if DeltaLog(path).is_delta_table():
+        if if_not_exists or (data is None and definition.schema is None):
+            return
+        raise DeltaAnalysisException(
+            f"[DELTA_TABLE_ALREADY_EXISTS] Table {definition.text} already exists (use "
+            "CREATE TABLE IF NOT EXISTS, or CREATE OR REPLACE TABLE to replace it)"
+        )
+    if data is None:
+        if definition.schema is None:
+            raise DeltaAnalysisException(
+                f"[DELTA_SCHEMA_NOT_PROVIDED] CREATE TABLE {definition.text}: no Delta table "
+                "is there, so the statement needs columns or AS SELECT"
+            )
+        data = spark.createDataFrame([], definition.schema)
+        operation = "CREATE TABLE"
+    else:
+        operation = "CREATE TABLE AS SELECT"
+    options = {
+        **definition.properties,
+        OPERATION_OPTION: operation,
+        PROPERTIES_OPTION: json.dumps(dict(definition.properties)),
+    }
+    if definition.schema is not None and operation == "CREATE TABLE":
+        options[DECLARED_SCHEMA_OPTION] = definition.schema.json()
+    if definition.comment is not None:
+        options[DESCRIPTION_OPTION] = definition.comment
+    write_delta(
+        spark, data, path, WriteRequest("errorifexists", list(definition.partitioning), options)
+    )
 
 
 def _write_definition(
@@ -211,14 +257,21 @@ def _write_definition(
     definition: TableDefinition,
     data: DataFrame,
     operation: str,
+    declared: bool,
 ) -> None:
+    """One overwrite of ``location`` with the definition; ``declared``: the rows are none and
+    the definition's columns are the schema, as declared."""
     options = {
         **definition.options,
         **definition.properties,
         OPERATION_OPTION: operation,
         REPLACE_OPTION: "true",
+        PROPERTIES_OPTION: json.dumps(dict(definition.properties)),
         "overwriteSchema": "true",
     }
+    if declared:
+        assert definition.schema is not None
+        options[DECLARED_SCHEMA_OPTION] = definition.schema.json()
     if definition.comment is not None:
         options[DESCRIPTION_OPTION] = definition.comment
     write_delta(

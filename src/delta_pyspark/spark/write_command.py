@@ -56,6 +56,12 @@ DESCRIPTION_OPTION = "__delta_description"
 # A [CREATE OR] REPLACE TABLE (see ``table_writes``): the new definition's properties and
 # comment replace the table's, where an overwrite with ``overwriteSchema`` keeps them.
 REPLACE_OPTION = "__delta_replace"
+# The schema a CREATE/REPLACE TABLE declares (Spark's JSON): kept as declared, NOT NULL
+# columns included, where the schema of written rows is made nullable.
+DECLARED_SCHEMA_OPTION = "__delta_declared_schema"
+# A statement's TBLPROPERTIES (a JSON object): user keys are kept too, where options of a
+# write only ever give ``delta.*`` properties.
+PROPERTIES_OPTION = "__delta_properties"
 _MODES = {"append", "overwrite", "error", "errorifexists", "ignore", "default"}
 
 
@@ -79,8 +85,14 @@ class WriteRequest:
 
     @property
     def table_properties(self) -> dict[str, str]:
-        """The ``delta.*`` options, in their stored spelling (Spark lower-cases the option
-        keys it hands a source)."""
+        """A statement's TBLPROPERTIES, else the ``delta.*`` options; ``delta.*`` keys in
+        their stored spelling (Spark lower-cases the option keys it hands a source)."""
+        declared = self.opt(PROPERTIES_OPTION)
+        if declared is not None:
+            return {
+                canonical_key(k) if is_delta_key(k) else k: str(v)
+                for k, v in json.loads(declared).items()
+            }
         return {canonical_key(k): str(v) for k, v in self.options.items() if is_delta_key(k)}
 
 
@@ -110,6 +122,12 @@ def _align(df: DataFrame, schema: StructType) -> DataFrame:
         else:
             cols.append(F.col(f"`{src}`").cast(relaxed(to_spark_type(f.type))).alias(f.name))
     return df.select(*cols)
+
+
+def _spark_json_schema(text: str) -> StructType:
+    from pyspark.sql.types import StructType as SparkStruct
+
+    return from_spark_schema(SparkStruct.fromJson(json.loads(text)))
 
 
 def _nullable(schema: StructType) -> StructType:
@@ -262,7 +280,8 @@ def _target_metadata(
 ) -> Metadata:
     partition_by = list(request.partition_by or [])
     if snapshot is None or overwrite_schema:
-        schema = _nullable(data_schema)
+        declared = request.opt(DECLARED_SCHEMA_OPTION)
+        schema = _nullable(data_schema) if declared is None else _spark_json_schema(declared)
         for c in partition_by:
             if schema.find_field(c, case_sensitive=False) is None:
                 raise DeltaAnalysisException(

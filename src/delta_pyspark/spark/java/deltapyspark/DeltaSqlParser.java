@@ -119,7 +119,11 @@ public final class DeltaSqlParser implements ParserInterface {
     if (first.equals("SHOW")) {
       return second.equals("TBLPROPERTIES");
     }
-    return first.equals("CREATE") && sql.toUpperCase(Locale.ROOT).contains("CLONE");
+    if (first.equals("CREATE")) { // a clone, or a table at a delta.`path`
+      String upper = sql.toUpperCase(Locale.ROOT);
+      return upper.contains("CLONE") || upper.contains("DELTA.`");
+    }
+    return false;
   }
 
   /** The first {@code n} words of {@code sql} in upper case, past blanks and comments. */

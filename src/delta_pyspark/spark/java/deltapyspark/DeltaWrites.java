@@ -48,6 +48,12 @@ public final class DeltaWrites extends Rule {
   /** Option naming the operation a write records in its commit (CREATE TABLE, ...). */
   static final String OPERATION_OPTION = "__delta_operation";
 
+  /** Option holding a statement's TBLPROPERTIES (a JSON object), user keys included. */
+  static final String PROPERTIES_OPTION = "__delta_properties";
+
+  /** Option holding the schema a CREATE TABLE declares (Spark's JSON), as declared. */
+  static final String DECLARED_SCHEMA_OPTION = "__delta_declared_schema";
+
   /**
    * Option every catalog entry of a Delta table carries (Spark hands a catalog table's options
    * to the source): tells a catalog read, whose catalog schema the log's overrides, from a read
@@ -81,9 +87,13 @@ public final class DeltaWrites extends Rule {
       }
       if (isDelta(table) && table.schema().nonEmpty() && !hasLog(table)) {
         StructType schema = table.schema();
+        // Spark's CTAS takes its schema from the query; the declared one (NOT NULL columns
+        // kept, which a write of rows relaxes) travels as an option.
+        CatalogTable created = withWriteOptions(table, "CREATE TABLE", new StructType());
+        Map declared =
+            (Map) created.storage().properties().updated(DECLARED_SCHEMA_OPTION, schema.json());
         return new CreateDataSourceTableAsSelectCommand(
-            // Spark's CTAS takes its schema from the query
-            withWriteOptions(table, "CREATE TABLE", new StructType()),
+            withOptions(created, declared, new StructType()),
             create.ignoreIfExists() ? SaveMode.Ignore : SaveMode.ErrorIfExists,
             new LocalRelation(
                 DataTypeUtils.toAttributes(schema),
@@ -186,6 +196,9 @@ public final class DeltaWrites extends Rule {
     if (table.comment().isDefined()) {
       options = (Map) options.updated("__delta_description", (String) table.comment().get());
     }
+    if (table.properties().nonEmpty()) { // all of them, user keys too, spelled as written
+      options = (Map) options.updated(PROPERTIES_OPTION, jsonObject(table.properties()));
+    }
     return withOptions(table, options, schema);
   }
 
@@ -208,13 +221,42 @@ public final class DeltaWrites extends Rule {
     StringBuilder out = new StringBuilder("[");
     Iterator it = values.iterator();
     while (it.hasNext()) {
-      String value = (String) it.next();
-      out.append('"').append(value.replace("\\", "\\\\").replace("\"", "\\\"")).append('"');
+      jsonString(out, (String) it.next());
       if (it.hasNext()) {
         out.append(',');
       }
     }
     return out.append(']').toString();
+  }
+
+  /** {@code properties} as a JSON object of strings. */
+  private static String jsonObject(Map properties) {
+    StringBuilder out = new StringBuilder("{");
+    Iterator it = properties.iterator();
+    while (it.hasNext()) {
+      scala.Tuple2 entry = (scala.Tuple2) it.next();
+      jsonString(out, (String) entry._1());
+      jsonString(out.append(':'), (String) entry._2());
+      if (it.hasNext()) {
+        out.append(',');
+      }
+    }
+    return out.append('}').toString();
+  }
+
+  private static void jsonString(StringBuilder out, String value) {
+    out.append('"');
+    for (int i = 0; i < value.length(); i++) {
+      char c = value.charAt(i);
+      if (c == '"' || c == '\\') {
+        out.append('\\').append(c);
+      } else if (c < 0x20) {
+        out.append(String.format("\\u%04x", new Object[] {Integer.valueOf(c)}));
+      } else {
+        out.append(c);
+      }
+    }
+    out.append('"');
   }
 
   /**
@@ -290,8 +332,11 @@ public final class DeltaWrites extends Rule {
           data.add(fields[i]);
         }
       }
-      catalog.alterTableDataSchema(
-          ident, org.apache.spark.sql.types.DataTypes.createStructType(data));
+      // The external catalog's call, not the session catalog's: that one refuses a schema
+      // without some old column, and RENAME/DROP COLUMN leave exactly that.
+      catalog.externalCatalog().alterTableDataSchema(
+          (String) entry.identifier().database().get(), entry.identifier().table(),
+          org.apache.spark.sql.types.DataTypes.createStructType(data));
     } else {
       catalog.alterTable(
           entry.copy(

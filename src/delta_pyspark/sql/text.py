@@ -1,5 +1,5 @@
 """The text of Delta's SQL statements: a tokenizer aware of quotes, backticks and
-parentheses, and the pieces ``sql.py``'s grammar is built from.
+parentheses, and the pieces the statements' grammars are built from.
 
 Conditions, assignments and values are cut out of a statement as the user wrote them, so
 Spark parses each expression as written (regenerating SQL from a parsed tree may change it).

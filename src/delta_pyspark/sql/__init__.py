@@ -1,0 +1,33 @@
+"""Delta's SQL statements through Spark's own ``spark.sql``.
+
+The session extension's parser (``DeltaSqlParser.java``) looks at the first words of each
+statement; when they may start one of Delta's statements (MERGE, UPDATE, DELETE, DESCRIBE
+HISTORY/DETAIL, OPTIMIZE, VACUUM, RESTORE, CONVERT TO DELTA, CREATE ... CLONE, GENERATE,
+REORG, ALTER TABLE, SHOW TBLPROPERTIES) it asks ``DeltaCommands.describe`` here. A statement
+on a Delta table becomes a command node whose ``run`` calls ``DeltaCommands.run``, which
+executes it through the same Python API as ``DeltaTable`` (``tables.py``); anything else
+(another table format, a statement Delta does not add) answers ``N`` and goes to Spark's
+parser untouched. Time travel in queries (``VERSION AS OF``/``TIMESTAMP AS OF``) on a Delta
+table is rewritten by the parser into the read options ``planner.time_travel`` reads, with
+the table's path from ``DeltaCommands.timeTravel``.
+
+Conditions, assignments and values are handed to the Python API as the user's SQL text, cut
+out of the statement by ``text``'s tokenizer (aware of quotes, backticks, parentheses),
+so Spark parses each expression as written. Errors raised here reach the user as the same
+typed exception (``planner._answer_error``'s tokens).
+
+Table names resolve as delta-spark's: ``delta.`path``` is a path; a name is looked up in the
+session catalog (its location), and a name the catalog does not know falls back to where
+``DeltaTable.forName`` looks (``spark.catalog.table_location``).
+
+Modules: ``text`` (tokenizer and recursive-descent pieces), ``grammar`` (which statement a
+text is), ``statement`` (the parsed form), ``dml``/``table_commands``/``alter`` (each
+statement's grammar and run), ``resolve`` (table names), ``commands`` (the JVM's side).
+"""
+
+from __future__ import annotations
+
+from delta_pyspark.sql.commands import DeltaCommands, enable
+from delta_pyspark.sql.grammar import parse
+
+__all__ = ["DeltaCommands", "enable", "parse"]

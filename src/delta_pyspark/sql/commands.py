@@ -1,0 +1,159 @@
+"""The JVM's side of Delta statements: ``DeltaCommands`` answers the session parser and
+runs the accepted statements."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from pyspark.sql import SparkSession
+
+from delta_pyspark.exceptions import (
+    DeltaAnalysisException,
+    DeltaTableNotFoundError,
+    DeltaUnsupportedOperationException,
+)
+from delta_pyspark.spark.catalog import lookup, refresh
+from delta_pyspark.spark.integration import (
+    helper_class,
+    java_frame,
+    python_frame,
+    python_session,
+    serve_callbacks,
+    table_definition,
+)
+from delta_pyspark.spark.planner import _answer_error
+from delta_pyspark.spark.table_writes import TableDefinition, replace_table
+from delta_pyspark.sql.grammar import parse
+from delta_pyspark.sql.resolve import resolve
+from delta_pyspark.sql.statement import Statement
+from delta_pyspark.sql.text import (
+    TableRef,
+    tokenize,
+    unquote,
+)
+
+
+def _target(spark: SparkSession, statement: Statement) -> str | None:
+    """The path of the statement's Delta table; None when the statement is Spark's."""
+    ref = statement.table
+    assert ref is not None
+    kind, location = resolve(spark, ref)
+    if kind == "delta":
+        assert location is not None
+        return location
+    if kind == "missing":
+        where = f" (looked in {location})" if location and location != ref.delta_path else ""
+        raise DeltaTableNotFoundError(
+            f"{statement.kind}: table {ref.text} not found or not a Delta table{where}"
+        )
+    if statement.spark_knows or kind == "foreign":
+        return None
+    raise DeltaAnalysisException(
+        f"{statement.kind} needs a Delta table, and {ref.text} is not a Delta table"
+    )
+
+
+def _refresh_entry(spark: SparkSession, ref: TableRef) -> None:
+    """After a change by name, the catalog entry shows the log's schema again."""
+    if ref.delta_path is None:
+        entry = lookup(spark, ref.text)
+        if entry is not None and entry.provider == "delta":
+            refresh(spark, entry)
+
+
+def _checked_target(spark: SparkSession, statement: Statement) -> str | None:
+    """``_target``, refusing what the statement asks that is not supported on Delta tables."""
+    path = _target(spark, statement) if statement.table is not None else ""
+    if path is not None and statement.refusal is not None:
+        raise DeltaUnsupportedOperationException(statement.refusal)
+    return path
+
+
+class DeltaCommands:
+    """The JVM's ``deltapyspark.DeltaCommands``: Delta statements parsed and run here."""
+
+    def describe(self, session: Any, sql: str) -> str:
+        try:
+            statement = parse(sql)
+            if statement is None:
+                return "N"
+            if _checked_target(python_session(session), statement) is None:
+                return "N"
+            return "O" + statement.columns
+        except Exception as e:  # answered as text: the JVM raises it, the user gets ``e``
+            return _answer_error(e)
+
+    def run(self, session: Any, sql: str) -> Any:
+        try:
+            spark = python_session(session)
+            statement = parse(sql)
+            assert statement is not None  # ``describe`` accepted it
+            path = _checked_target(spark, statement)
+            assert path is not None
+            result = statement.execute(spark, path)
+            if statement.changes_schema and statement.table is not None:
+                _refresh_entry(spark, statement.table)
+            if result is None:
+                from pyspark.sql.types import StructType
+
+                result = spark.createDataFrame([], StructType([]))
+            return java_frame(result)
+        except Exception as e:
+            return _answer_error(e)
+
+    def timeTravel(self, session: Any, nameParts: str, version: str, timestampSql: str) -> str:
+        try:
+            spark = python_session(session)
+            parts = tuple(nameParts.split("\0")[:-1])
+            ref = TableRef(parts, ".".join(parts))
+            kind, location = resolve(spark, ref)
+            if ref.delta_path is not None:  # the delta source says what is wrong with it
+                location = ref.delta_path
+            elif kind != "delta":
+                return "N"
+            assert location is not None
+            timestamp = _timestamp_text(spark, timestampSql) if timestampSql else ""
+            return f"O{location}\0{version}\0{timestamp}"
+        except Exception as e:
+            return _answer_error(e)
+
+    def replace(self, session: Any, definition: Any, data: Any) -> str:
+        try:
+            spark = python_session(session)
+            table = TableDefinition.of(table_definition(definition))
+            frame = python_frame(data, spark) if data is not None else None
+            operation = "CREATE OR REPLACE TABLE" if table.or_create else "REPLACE TABLE"
+            replace_table(
+                spark, table, frame, operation + (" AS SELECT" if frame is not None else "")
+            )
+            return "O"
+        except Exception as e:
+            return _answer_error(e)
+
+    class Java:
+        implements: ClassVar[list[str]] = ["deltapyspark.DeltaCommands"]
+
+
+def _timestamp_text(spark: SparkSession, expression: str) -> str:
+    """``TIMESTAMP AS OF``'s expression as the text ``timestampAsOf`` reads: a string literal
+    as written, anything else evaluated by Spark (in the session's time zone)."""
+    tokens = tokenize(expression)
+    if len(tokens) == 1 and tokens[0].kind == "string":
+        return unquote(tokens[0])
+    row = spark.sql(f"SELECT CAST(({expression}) AS STRING) AS ts").first()
+    if row is None or row.ts is None:
+        raise DeltaAnalysisException(f"TIMESTAMP AS OF {expression} is null")
+    return str(row.ts)
+
+
+COMMANDS = DeltaCommands()
+
+
+def enable(spark: SparkSession) -> bool:
+    """Register the statements' Python side with the session's JVM (once per gateway); False
+    when the session lacks the JVM helper."""
+    parser = helper_class(spark, "deltapyspark.DeltaSqlParser")
+    if parser is None:
+        return False
+    serve_callbacks(spark, "commands", lambda: parser.register(COMMANDS))
+    return True

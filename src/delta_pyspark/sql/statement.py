@@ -1,0 +1,54 @@
+"""One parsed Delta statement, and the small grammar pieces several statements share."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pyspark.sql import DataFrame, SparkSession
+
+from delta_pyspark.sql.text import (
+    StatementParser,
+    TableRef,
+)
+
+
+@dataclass
+class Statement:
+    """One parsed Delta statement: what it acts on and how to run it."""
+
+    kind: str  # for messages: "MERGE", "DESCRIBE HISTORY", ...
+    table: TableRef | None  # the Delta table it needs (None: CONVERT, which makes one)
+    columns: str  # DDL of its result's columns ("" for none)
+    execute: Callable[[SparkSession, str], DataFrame | None]  # (session, table path)
+    # Spark has its own meaning for the statement on a table of another format.
+    spark_knows: bool = False
+    # Why it cannot run on a Delta table (a clause not supported yet), or None.
+    refusal: str | None = None
+    # It may change the table's schema or partitioning, which a catalog entry shows.
+    changes_schema: bool = False
+
+
+def where(p: StatementParser, *stops: str) -> str | None:
+    if p.accept("WHERE"):
+        return p.text_until(*stops, what="a condition after WHERE")
+    return None
+
+
+def own_name(table: TableRef) -> str | None:
+    """The name a statement's columns may be qualified with when it gives no alias."""
+    return None if table.delta_path else table.parts[-1]
+
+
+def as_of(p: StatementParser, required: bool) -> tuple[int | None, str | None]:
+    if p.accept("VERSION", "AS", "OF"):
+        return p.integer("a version number after VERSION AS OF"), None
+    if p.accept("TIMESTAMP", "AS", "OF"):
+        return None, p.literal("a timestamp string after TIMESTAMP AS OF")
+    if required:
+        p.fail("VERSION AS OF <version> or TIMESTAMP AS OF '<timestamp>'")
+    return None, None
+
+
+def nothing(spark: SparkSession, path: str) -> None:
+    """The run of a statement refused before it runs."""

@@ -1,0 +1,254 @@
+"""The table commands of Delta's SQL: DESCRIBE HISTORY/DETAIL, OPTIMIZE, VACUUM, RESTORE,
+CONVERT TO DELTA, CREATE TABLE ... CLONE, GENERATE, REORG and SHOW TBLPROPERTIES."""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, SparkSession
+
+from delta_pyspark.core.delta_log import DeltaLog
+from delta_pyspark.core.restore import METRIC_COLUMNS
+from delta_pyspark.exceptions import (
+    DeltaUnsupportedOperationException,
+)
+from delta_pyspark.spark.optimize import METRICS_DDL
+from delta_pyspark.sql.create_path import create_table
+from delta_pyspark.sql.statement import Statement, as_of, where
+from delta_pyspark.sql.text import (
+    StatementParser,
+    parse_keys,
+    parse_properties,
+    split_top,
+)
+from delta_pyspark.tables import DETAIL_DDL, HISTORY_DDL, DeltaTable
+
+_CLONE_COLUMNS = (
+    ("sourceTableSize", "source_table_size"),
+    ("sourceNumOfFiles", "source_num_of_files"),
+    ("numRemovedFiles", "num_removed_files"),
+    ("numCopiedFiles", "num_copied_files"),
+    ("removedFilesSize", "removed_files_size"),
+    ("copiedFilesSize", "copied_files_size"),
+)
+
+
+_CLONE_DDL = ", ".join(f"{column} long" for _, column in _CLONE_COLUMNS)
+
+
+def describe(p: StatementParser) -> Statement | None:
+    """DESCRIBE HISTORY / DETAIL; None for Spark's DESCRIBE (also of a table named history)."""
+    if p.peek(1) is None:
+        return None
+    if p.accept("HISTORY"):
+        return history(p)
+    if p.accept("DETAIL"):
+        return detail(p)
+    return None
+
+
+def history(p: StatementParser) -> Statement:
+    table = p.table()
+    limit = p.integer("a row count after LIMIT") if p.accept("LIMIT") else None
+    p.end()
+
+    def run(spark: SparkSession, path: str) -> DataFrame:
+        return DeltaTable(spark, path).history(limit)
+
+    return Statement("DESCRIBE HISTORY", table, HISTORY_DDL, run)
+
+
+def detail(p: StatementParser) -> Statement:
+    table = p.table()
+    p.end()
+
+    def run(spark: SparkSession, path: str) -> DataFrame:
+        return DeltaTable(spark, path).detail()
+
+    return Statement("DESCRIBE DETAIL", table, DETAIL_DDL, run)
+
+
+def optimize(p: StatementParser) -> Statement:
+    table = p.table()
+    condition = where(p, "ZORDER")
+    zorder: list[str] = []
+    if p.accept("ZORDER", "BY"):
+        text = p.group("the ZORDER BY columns") if p.at("(") else p.text_until(what="columns")
+        zorder = [c.strip() for c in split_top(text)]
+    p.end()
+
+    def run(spark: SparkSession, path: str) -> DataFrame:
+        builder = DeltaTable(spark, path).optimize()
+        if condition is not None:
+            builder = builder.where(condition)
+        return builder.executeZOrderBy(*zorder) if zorder else builder.executeCompaction()
+
+    return Statement("OPTIMIZE", table, METRICS_DDL, run)
+
+
+def vacuum(p: StatementParser) -> Statement:
+    table = p.table()
+    hours: float | None = None
+    dry_run = False
+    while not p.done() and not p.at(";"):
+        if p.accept("RETAIN"):
+            hours = float(p.literal("a number of hours after RETAIN"))
+            p.expect("HOURS", what="HOURS after the retention")
+        elif p.accept("DRY", "RUN"):
+            dry_run = True
+        else:
+            p.fail("RETAIN <n> HOURS or DRY RUN")
+    p.end()
+
+    def run(spark: SparkSession, path: str) -> DataFrame:
+        result = DeltaTable(spark, path).vacuum(hours, dryRun=dry_run)
+        if dry_run:
+            return result
+        # delta-spark's SQL VACUUM answers the table's path once the files are deleted.
+        return spark.createDataFrame([(DeltaLog.for_table(path).table_root,)], "path string")
+
+    return Statement("VACUUM", table, "path string", run)
+
+
+def restore(p: StatementParser) -> Statement:
+    p.accept("TABLE")
+    table = p.table()
+    p.accept("TO")
+    version, timestamp = as_of(p, required=True)
+    p.end()
+
+    def run(spark: SparkSession, path: str) -> DataFrame:
+        dt = DeltaTable(spark, path)
+        if version is not None:
+            return dt.restoreToVersion(version)
+        assert timestamp is not None
+        return dt.restoreToTimestamp(timestamp)
+
+    columns = ", ".join(f"{column} long" for _, column in METRIC_COLUMNS)
+    return Statement("RESTORE", table, columns, run, changes_schema=True)
+
+
+def convert(p: StatementParser) -> Statement:
+    source = p.table()
+    if p.accept("NO", "STATISTICS"):
+        raise DeltaUnsupportedOperationException(
+            "CONVERT TO DELTA ... NO STATISTICS is not supported: statistics are always collected"
+        )
+    partitions = p.group("the PARTITIONED BY columns") if p.accept("PARTITIONED", "BY") else None
+    p.end()
+    if len(source.parts) == 2:
+        identifier = f"{source.parts[0]}.`{source.parts[1].replace('`', '``')}`"
+    else:
+        identifier = source.text
+
+    def run(spark: SparkSession, path: str) -> None:
+        DeltaTable.convertToDelta(spark, identifier, partitions)
+
+    return Statement("CONVERT TO DELTA", None, "", run)
+
+
+def create(p: StatementParser) -> Statement | None:
+    """``CREATE [OR REPLACE] TABLE ... [SHALLOW|DEEP] CLONE``, and ``CREATE TABLE`` at a
+    ``delta.`path```; None for any other CREATE (Spark's, or the session parser's REPLACE)."""
+    replace = p.accept("OR", "REPLACE")
+    if not p.accept("TABLE"):
+        return None  # CREATE VIEW, CREATE FUNCTION, ...
+    if_not_exists = p.accept("IF", "NOT", "EXISTS")
+    target = p.table()
+    shallow = True
+    if p.accept("SHALLOW"):
+        shallow = True
+    elif p.accept("DEEP"):
+        shallow = False
+    if not p.accept("CLONE"):
+        if target.delta_path is not None and not replace:
+            return create_table(p, target, if_not_exists)
+        return None  # CREATE TABLE ... USING / AS SELECT by name: Spark's
+    source = p.table()
+    version, timestamp = as_of(p, required=False)
+    properties: dict[str, str] = {}
+    location: str | None = None
+    while not p.done() and not p.at(";"):
+        if p.accept("TBLPROPERTIES"):
+            properties.update(parse_properties(p.group("the TBLPROPERTIES list")))
+        elif p.accept("LOCATION"):
+            location = p.literal("a path after LOCATION")
+        else:
+            p.fail("TBLPROPERTIES (...) or LOCATION '<path>'")
+    p.end()
+    if location is not None and target.delta_path is None:
+        raise DeltaUnsupportedOperationException(
+            f"CREATE TABLE {target.text} ... CLONE with LOCATION is not supported: tables "
+            "are not registered in the catalog here; clone to delta.`<path>` instead"
+        )
+    destination = location or target.delta_path or target.text
+
+    def run(spark: SparkSession, path: str) -> DataFrame:
+        from delta_pyspark.spark.clone import execute_clone, target_location
+
+        if if_not_exists and DeltaLog(target_location(spark, destination)).is_delta_table():
+            result_row: tuple[int, ...] = (0,) * len(_CLONE_COLUMNS)
+        else:
+            result = execute_clone(
+                spark,
+                DeltaLog.for_table(path),
+                destination,
+                shallow=shallow,
+                replace=replace,
+                properties=properties,
+                version=version,
+                timestamp=timestamp,
+            )
+            result_row = tuple(int(result.metrics.get(k, 0)) for k, _ in _CLONE_COLUMNS)
+        return spark.createDataFrame([result_row], _CLONE_DDL)
+
+    return Statement("CLONE", source, _CLONE_DDL, run)
+
+
+def generate(p: StatementParser) -> Statement:
+    mode = p.identifier("a manifest mode (symlink_format_manifest)")
+    p.expect("FOR", "TABLE", what="FOR TABLE")
+    table = p.table()
+    p.end()
+
+    def run(spark: SparkSession, path: str) -> None:
+        DeltaTable(spark, path).generate(mode)
+
+    return Statement("GENERATE", table, "", run)
+
+
+def reorg(p: StatementParser) -> Statement:
+    p.expect("TABLE", what="TABLE after REORG")
+    table = p.table()
+    condition = where(p, "APPLY")
+    p.expect("APPLY", what="APPLY (PURGE)")
+    action = p.group("APPLY's (PURGE)").upper()
+    if action != "PURGE":
+        raise DeltaUnsupportedOperationException(
+            f"REORG TABLE ... APPLY ({action}) is not supported: only APPLY (PURGE) is"
+        )
+    p.end()
+
+    def run(spark: SparkSession, path: str) -> DataFrame:
+        return DeltaTable(spark, path).reorgPurge(condition)
+
+    return Statement("REORG", table, METRICS_DDL, run)
+
+
+def show_properties(p: StatementParser) -> Statement:
+    table = p.table()
+    key = parse_keys(p.group("a property key"))[0] if p.at("(") else None
+    p.end()
+
+    def run(spark: SparkSession, path: str) -> DataFrame:
+        snapshot = DeltaLog.for_table(path).snapshot()
+        protocol = snapshot.protocol
+        shown = dict(snapshot.configuration)
+        shown["delta.minReaderVersion"] = str(protocol.min_reader_version)
+        shown["delta.minWriterVersion"] = str(protocol.min_writer_version)
+        features = set(protocol.reader_features or ()) | set(protocol.writer_features or ())
+        shown.update({f"delta.feature.{f}": "supported" for f in sorted(features)})
+        if key is not None:
+            value = shown.get(key, f"Table {table.text} does not have property: {key}")
+            return spark.createDataFrame([(key, value)], "key string, value string")
+        return spark.createDataFrame(sorted(shown.items()), "key string, value string")
+
+    return Statement("SHOW TBLPROPERTIES", table, "key string, value string", run, True)
