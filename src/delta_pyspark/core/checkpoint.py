@@ -29,15 +29,9 @@ from delta_pyspark.core.actions import (
     Sidecar,
     file_actions_to_arrow,
 )
-from delta_pyspark.core.log_replay import (
-    KEY_COLUMN,
-    TableState,
-    combined,
-    empty_state,
-    empty_table,
-    parse_actions,
-    with_keys,
-)
+from delta_pyspark.core.arrow_buffers import combined, empty_table
+from delta_pyspark.core.commit_actions import parse_actions
+from delta_pyspark.core.log_replay import TableState, empty_state
 from delta_pyspark.core.log_segment import (
     LAST_CHECKPOINT,
     SIDECAR_DIR,
@@ -48,6 +42,7 @@ from delta_pyspark.core.log_segment import (
     uuid_checkpoint_name,
 )
 from delta_pyspark.core.log_store import LogStore
+from delta_pyspark.core.logical_files import KEY_COLUMN, with_keys
 from delta_pyspark.exceptions import CorruptLogError
 
 PROTOCOL_TYPE = pa.struct(

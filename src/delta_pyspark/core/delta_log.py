@@ -23,15 +23,10 @@ from delta_pyspark.core import checksum
 from delta_pyspark.core import table_properties as props
 from delta_pyspark.core.actions import commit_timestamp
 from delta_pyspark.core.checkpoint import load_state
+from delta_pyspark.core.commit_actions import CommitActions, parse_actions, parse_compaction
+from delta_pyspark.core.commit_batch import CommitBatch, parse_commits
 from delta_pyspark.core.commit_coordinator import CommitCoordinator
-from delta_pyspark.core.log_replay import (
-    CommitActions,
-    CommitBatch,
-    TableState,
-    parse_actions,
-    parse_commits,
-    parse_compaction,
-)
+from delta_pyspark.core.log_replay import TableState
 from delta_pyspark.core.log_segment import (
     LogSegment,
     build_log_segment,
