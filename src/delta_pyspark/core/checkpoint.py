@@ -357,7 +357,7 @@ def _parsed_columns(state: TableState, files: pa.Table) -> list[tuple[pa.Field, 
     from delta_pyspark.core.column_mapping import column_mapping_mode, to_physical_schema
     from delta_pyspark.core.partition_values import partition_column_to_arrow
     from delta_pyspark.core.schema import StructType, parse_schema_string, to_arrow_schema
-    from delta_pyspark.core.stats import parse_stats
+    from delta_pyspark.core.stats_parsing import parse_stats
 
     assert state.metadata is not None
     schema = parse_schema_string(state.metadata.schema_string)

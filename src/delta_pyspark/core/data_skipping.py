@@ -24,7 +24,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_pyspark.core import expressions as ex
-from delta_pyspark.core.stats import has_min_max, parse_stats, stats_from_parsed
+from delta_pyspark.core.spark_casts import parse_date, parse_timestamp
+from delta_pyspark.core.stats import has_min_max
+from delta_pyspark.core.stats_parsing import cast_tolerant, parse_stats, stats_from_parsed
 
 Mask: TypeAlias = pa.Array | bool  # a per-file boolean array (never null), or a constant
 _IN_LIST_RANGE_LIMIT = 64  # larger IN lists are tested against their overall [min, max]
@@ -544,7 +546,7 @@ def _literal_scalar(v: Any, typ: pa.DataType, cmp_type: pa.DataType, tz: ZoneInf
     if pa.types.is_timestamp(cmp_type):
         return pa.scalar(_timestamp_micros(v, cmp_type.tz, tz), cmp_type)
     if pa.types.is_date(cmp_type):
-        return pa.scalar(ex.parse_date(v) if isinstance(v, str) else v, cmp_type)
+        return pa.scalar(parse_date(v) if isinstance(v, str) else v, cmp_type)
     if pa.types.is_floating(cmp_type):
         return pa.scalar(float(_number_of(v)), cmp_type)  # type: ignore[arg-type]
     if pa.types.is_decimal(cmp_type) or pa.types.is_integer(cmp_type):
@@ -560,7 +562,7 @@ def _literal_scalar(v: Any, typ: pa.DataType, cmp_type: pa.DataType, tz: ZoneInf
 def _timestamp_micros(v: Any, column_tz: str | None, session: ZoneInfo) -> int:
     """A literal as microseconds on the column's time line (UTC instants or wall clock)."""
     if isinstance(v, str):
-        v = ex.parse_timestamp(v)
+        v = parse_timestamp(v)
     if isinstance(v, dt.date) and not isinstance(v, dt.datetime):
         v = dt.datetime(v.year, v.month, v.day)
     if not isinstance(v, dt.datetime):
@@ -629,7 +631,7 @@ def partition_strings_to_arrow(raw: pa.Array, typ: pa.DataType, tz: ZoneInfo) ->
     if pa.types.is_boolean(typ):
         raw = pc.utf8_lower(raw)
     dictionary = pc.dictionary_encode(raw)  # few distinct values: convert each once
-    values = _tolerant_cast(dictionary.dictionary, typ)
+    values = cast_tolerant(dictionary.dictionary, typ)
     return pc.take(values, dictionary.indices)
 
 
@@ -642,17 +644,3 @@ def _partition_timestamps(raw: pa.Array, typ: pa.TimestampType, tz: ZoneInfo) ->
         except (TypeError, ValueError, OverflowError):
             out.append(None)
     return pc.take(pa.array(out, pa.int64()), dictionary.indices).cast(typ)
-
-
-def _tolerant_cast(values: pa.Array, typ: pa.DataType) -> pa.Array:
-    try:
-        return pc.cast(values, typ)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        pass
-    out = []
-    for i in range(len(values)):
-        try:
-            out.append(pc.cast(values.slice(i, 1), typ))
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            out.append(pa.nulls(1, typ))
-    return pa.concat_arrays(out) if out else pa.array([], typ)
