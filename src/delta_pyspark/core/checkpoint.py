@@ -4,6 +4,10 @@ Classic and multi-part checkpoints are Parquet files with one column per action
 type; v2 (UUID-named) checkpoints may be JSON or Parquet and may move their file
 actions into ``_delta_log/_sidecars``. All of them load into a ``TableState``
 whose file list stays an Arrow table end to end.
+
+Reading and writing stay in one module (a little over 500 lines) because both are
+defined by the same column layout (the ``*_TYPE`` structs and ``CHECKPOINT_REMOVE_FIELDS``
+above them): what one writes, the other must read back.
 """
 
 from __future__ import annotations

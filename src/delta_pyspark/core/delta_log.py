@@ -6,6 +6,10 @@ process; it keeps the latest snapshot and brings it forward by reading only the
 commits after it, as delta-spark's ``DeltaLog.update`` does. The cache is bounded by
 tables and by Arrow bytes (``configure_log_cache`` or the ``DELTA_PYSPARK_LOG_CACHE_*``
 environment variables).
+
+The module is a little over 500 lines because the handle and its process-wide cache
+share the handle's private state (``_key``, ``_latest``) under one lock discipline;
+splitting them would make that state public or the import circular.
 """
 
 from __future__ import annotations

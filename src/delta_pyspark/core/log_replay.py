@@ -36,6 +36,15 @@ from delta_pyspark.core.logical_files import KEY_COLUMN, with_keys
 from delta_pyspark.core.logical_files import action_key as action_key
 from delta_pyspark.core.logical_files import file_keys as file_keys
 
+# What a state holds besides its files: protocol, metadata, transactions, domains, commitInfo.
+_Others = tuple[
+    Protocol | None,
+    Metadata | None,
+    dict[str, SetTransaction],
+    dict[str, DomainMetadata],
+    dict[str, Any] | None,
+]
+
 
 @dataclass
 class TableState:
@@ -57,18 +66,11 @@ class TableState:
         """The state after ``commits`` (in order): newest action per logical file wins."""
         if isinstance(commits, CommitBatch):
             return self._apply_batch(version, commits)
+        commits = list(commits)
+        others = self._other_actions(commits)
         adds: dict[str, dict[str, Any]] = {}
         removes: dict[str, dict[str, Any]] = {}
-        protocol, metadata = self.protocol, self.metadata
-        txns, domains = dict(self.txns), dict(self.domains)
-        commit_info = None
         for c in commits:
-            protocol = c.protocol or protocol
-            metadata = c.metadata or metadata
-            for t in c.txns:
-                txns[t.app_id] = t
-            for d in c.domains:
-                domains[d.domain] = d
             # Within one commit an add and a remove of the same key cannot both be valid;
             # across commits the later one wins, so removes go first, then adds.
             for r in c.removes:
@@ -79,7 +81,6 @@ class TableState:
                 k = action_key(a)
                 removes.pop(k, None)
                 adds[k] = a
-            commit_info = c.commit_info
         touched = pa.array(list(adds.keys() | removes.keys()), pa.string())
         new_files = new_tombstones = None
         if adds:
@@ -94,7 +95,7 @@ class TableState:
             )
         return self._with(
             version,
-            (protocol, metadata, txns, domains, commit_info),
+            others,
             new_files,
             new_tombstones,
             touched,
@@ -103,17 +104,7 @@ class TableState:
     def _apply_batch(self, version: int, batch: CommitBatch) -> TableState:
         """``apply`` for commits parsed column-wise: the same reconciliation, run over the
         keys only, picks the rows of ``batch.adds``/``batch.removes`` that survive."""
-        protocol, metadata = self.protocol, self.metadata
-        txns, domains = dict(self.txns), dict(self.domains)
-        commit_info = None
-        for c in batch.commits:
-            protocol = c.protocol or protocol
-            metadata = c.metadata or metadata
-            for t in c.txns:
-                txns[t.app_id] = t
-            for d in c.domains:
-                domains[d.domain] = d
-            commit_info = c.commit_info
+        others = self._other_actions(batch.commits)
         add_keys = batch.adds.column(KEY_COLUMN).to_pylist()
         remove_keys = batch.removes.column(KEY_COLUMN).to_pylist()
         adds: dict[str, int] = {}
@@ -147,22 +138,32 @@ class TableState:
         )
         return self._with(
             version,
-            (protocol, metadata, txns, domains, commit_info),
+            others,
             new_files,
             new_tombstones,
             touched,
         )
 
+    def _other_actions(self, commits: Iterable[CommitActions]) -> _Others:
+        """Protocol, metadata, transactions, domains and the last ``commitInfo`` after
+        ``commits``: each newest one wins."""
+        protocol, metadata = self.protocol, self.metadata
+        txns, domains = dict(self.txns), dict(self.domains)
+        commit_info = None
+        for c in commits:
+            protocol = c.protocol or protocol
+            metadata = c.metadata or metadata
+            for t in c.txns:
+                txns[t.app_id] = t
+            for d in c.domains:
+                domains[d.domain] = d
+            commit_info = c.commit_info
+        return protocol, metadata, txns, domains, commit_info
+
     def _with(
         self,
         version: int,
-        others: tuple[
-            Protocol | None,
-            Metadata | None,
-            dict[str, SetTransaction],
-            dict[str, DomainMetadata],
-            dict[str, Any] | None,
-        ],
+        others: _Others,
         new_files: pa.Table | None,
         new_tombstones: pa.Table | None,
         touched: pa.Array,
