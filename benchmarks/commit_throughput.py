@@ -79,7 +79,7 @@ def _ours(root: str, writer: int, commits: int) -> int:
     import pyarrow.parquet as pq
 
     from delta_pyspark.core.delta_log import DeltaLog
-    from delta_pyspark.core.stats import collect_parquet_stats
+    from delta_pyspark.core.stats_collection import collect_parquet_stats
     from delta_pyspark.core.transaction import Transaction
 
     log = DeltaLog(root)

@@ -83,7 +83,7 @@ def _compaction(spark: Any, work: str) -> None:
 
 def _fractions(path: str, column: str, values: list[int]) -> float:
     from delta_pyspark.core.delta_log import DeltaLog
-    from delta_pyspark.core.expressions import parse_predicate
+    from delta_pyspark.core.expression_parser import parse_predicate
     from delta_pyspark.spark.scan import prune_files
 
     snapshot = DeltaLog(path).snapshot()

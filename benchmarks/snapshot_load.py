@@ -103,7 +103,8 @@ def build_table(
 ) -> dict[str, Any]:
     """Write the log directly; replay incrementally (one ``apply`` per checkpoint interval)."""
     from delta_pyspark.core.checkpoint import write_checkpoint
-    from delta_pyspark.core.log_replay import empty_state, parse_actions
+    from delta_pyspark.core.commit_actions import parse_actions
+    from delta_pyspark.core.log_replay import empty_state
     from delta_pyspark.core.log_store import LocalLogStore
 
     rng = random.Random(seed)

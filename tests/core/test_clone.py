@@ -17,17 +17,17 @@ from test_vacuum import DAY, add_dv, age_all, commit, make_table, remove, write_
 from data_paths import TESTDATA
 from delta_pyspark.core import clone as clone_module
 from delta_pyspark.core.clone import clone_table, file_uri
+from delta_pyspark.core.clone_registry import (
+    CLONE_REGISTRY_DIR,
+    register_shallow_clone,
+    registered_clones,
+)
 from delta_pyspark.core.deletion_vectors import DeletionVectorDescriptor, deleted_row_indexes
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.log_store import LocalLogStore
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.table_paths import dv_file_path, resolve_path
-from delta_pyspark.core.vacuum import (
-    CLONE_REGISTRY_DIR,
-    register_shallow_clone,
-    registered_clones,
-    vacuum,
-)
+from delta_pyspark.core.vacuum import vacuum
 from delta_pyspark.exceptions import DeltaAnalysisException, ProtocolChangedException
 
 STORE = LocalLogStore()

@@ -19,15 +19,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from delta_pyspark.core.checkpoint import write_checkpoint
+from delta_pyspark.core.commit_actions import CommitActions, parse_actions
+from delta_pyspark.core.commit_batch import CommitBatch, parse_commits
 from delta_pyspark.core.delta_log import DeltaLog
-from delta_pyspark.core.log_replay import (
-    CommitActions,
-    CommitBatch,
-    TableState,
-    empty_state,
-    parse_actions,
-    parse_commits,
-)
+from delta_pyspark.core.log_replay import TableState, empty_state
 from delta_pyspark.core.log_store import LocalLogStore
 from delta_pyspark.exceptions import CorruptLogError
 

@@ -10,7 +10,7 @@ import pytest
 
 from delta_pyspark.core.actions import remove_actions
 from delta_pyspark.core.delta_log import DeltaLog
-from delta_pyspark.core.expressions import parse_predicate
+from delta_pyspark.core.expression_parser import parse_predicate
 from delta_pyspark.core.schema import PrimitiveType, StructField, StructType, schema_to_string
 from delta_pyspark.core.transaction import Transaction, create_table
 from delta_pyspark.exceptions import (

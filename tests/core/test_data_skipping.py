@@ -24,8 +24,10 @@ from delta_pyspark.core.data_skipping import (
     partition_filter_mask,
     split_partition_predicate,
 )
-from delta_pyspark.core.expressions import parse_predicate
-from delta_pyspark.core.stats import collect_parquet_stats, parse_stats
+from delta_pyspark.core.expression_parser import parse_predicate
+from delta_pyspark.core.expression_sql import to_sql
+from delta_pyspark.core.stats_collection import collect_parquet_stats
+from delta_pyspark.core.stats_parsing import parse_stats
 
 UTC = dt.UTC
 SCHEMA = pa.schema(
@@ -526,8 +528,8 @@ def test_skipping_is_sound(
     assert via_struct.to_pylist() == keep
     for k, file_rows in enumerate(rows):
         if any(_eval(expr, r, salt) is True for r in file_rows):
-            assert keep[k], (k, ex.to_sql(expr), file_rows, table.column("stats")[k])
-            assert parts[k], (k, ex.to_sql(expr), file_rows)
+            assert keep[k], (k, to_sql(expr), file_rows, table.column("stats")[k])
+            assert parts[k], (k, to_sql(expr), file_rows)
 
 
 @settings(max_examples=150, deadline=None)
@@ -544,4 +546,4 @@ def test_partition_predicates_are_exact(partitions: list[Any], expr: ex.Expr) ->
     assert data is None and part is not None and ex.conjuncts(part) == ex.conjuncts(expr)
     mask = partition_filter_mask(expr, table, FULL, PARTITIONS).to_pylist()
     expected = [_eval(expr, {"p": p, "q": q or None}, 0) is True for p, q in partitions]
-    assert mask == expected, ex.to_sql(expr)
+    assert mask == expected, to_sql(expr)

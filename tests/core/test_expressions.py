@@ -10,6 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from delta_pyspark.core.expression_parser import parse_predicate
+from delta_pyspark.core.expression_sql import to_sql
 from delta_pyspark.core.expressions import (
     And,
     Column,
@@ -26,9 +28,7 @@ from delta_pyspark.core.expressions import (
     columns_of,
     conjuncts,
     map_columns,
-    parse_predicate,
     rename_columns,
-    to_sql,
 )
 
 a, b, s = Column(("a",)), Column(("b",)), Column(("s",))

@@ -25,9 +25,10 @@ from hypothesis import strategies as st
 from data_paths import TESTDATA
 from delta_pyspark.core.actions import DomainMetadata, Metadata, Protocol, SetTransaction
 from delta_pyspark.core.checkpoint import write_checkpoint
+from delta_pyspark.core.commit_actions import parse_actions
 from delta_pyspark.core.delta_log import DeltaLog
-from delta_pyspark.core.log_replay import dv_unique_id, parse_actions
 from delta_pyspark.core.log_store import LocalLogStore
+from delta_pyspark.core.logical_files import dv_unique_id
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.exceptions import CorruptLogError
 

@@ -14,7 +14,7 @@ from test_vacuum import DAY, add_dv, age_all, commit, make_table, remove, write_
 
 from delta_pyspark.core.actions import Protocol
 from delta_pyspark.core.delta_log import DeltaLog
-from delta_pyspark.core.log_replay import file_keys
+from delta_pyspark.core.logical_files import file_keys
 from delta_pyspark.core.restore import (
     RestoreMissingFilesError,
     add_actions,

@@ -15,16 +15,13 @@ import pyarrow.parquet as pq
 import pytest
 from delta_schema_helper import read_log
 
-from delta_pyspark.core.stats import (
+from delta_pyspark.core.stats import split_column_name, stats_leaves, stats_schema
+from delta_pyspark.core.stats_collection import (
     collect_parquet_stats,
-    parse_stats,
-    split_column_name,
-    stats_from_parsed,
-    stats_leaves,
-    stats_schema,
     truncate_max_string,
     truncate_min_string,
 )
+from delta_pyspark.core.stats_parsing import parse_stats, stats_from_parsed
 
 UTC = dt.UTC
 
@@ -403,7 +400,7 @@ def test_line_breaks_inside_documents_cannot_crash_the_parser() -> None:
     # with a raw line break could put one there. Run in a subprocess so a crash is a failure.
     script = """
 import random, pyarrow as pa
-from delta_pyspark.core import stats
+from delta_pyspark.core import stats_parsing as stats
 stats._JSON_BLOCK_BYTES = 64  # many small blocks
 random.seed(3)
 bad = ['{"numRecords":1}\\nnull', '{"numRecords":1}\\r\\nnull', '\\nnull', '{"numRecords":\\n2}']

@@ -16,6 +16,7 @@ import pytest
 
 from delta_pyspark.core import vacuum as vacuum_module
 from delta_pyspark.core.actions import remove_actions
+from delta_pyspark.core.clone_registry import register_shallow_clone
 from delta_pyspark.core.deletion_vectors import DeletionVectorWriter
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.log_store import LocalLogStore
@@ -478,6 +479,6 @@ def test_unreadable_registered_clone_stops_vacuum(tmp_path: Path) -> None:
     clone = tmp_path / "clone"
     (clone / "_delta_log").mkdir(parents=True)
     (clone / "_delta_log" / f"{0:020d}.json").write_text('{"commitInfo":{}}\n')
-    vacuum_module.register_shallow_clone(str(tmp_path / "src"), str(clone), 0)
+    register_shallow_clone(str(tmp_path / "src"), str(clone), 0)
     with pytest.raises(DeltaError, match="refuses to run"):
         vacuum(log, dry_run=True)

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
+from delta_pyspark.core.clone_registry import registered_clones
 from delta_pyspark.core.delta_log import DeltaLog, clear_log_cache
 from delta_pyspark.core.restore import RestoreMissingFilesError, prepare_restore
 from delta_pyspark.core.table_paths import resolve_path
 from delta_pyspark.core.transaction import Transaction
-from delta_pyspark.core.vacuum import registered_clones
 from delta_pyspark.exceptions import (
     ChecksumMismatchError,
     DeltaAnalysisException,

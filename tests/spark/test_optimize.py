@@ -16,7 +16,7 @@ from commit_hooks import before_commit
 
 from delta_pyspark import scan_report
 from delta_pyspark.core.delta_log import DeltaLog
-from delta_pyspark.core.expressions import parse_predicate
+from delta_pyspark.core.expression_parser import parse_predicate
 from delta_pyspark.core.optimize_plan import pack_bins
 from delta_pyspark.exceptions import (
     ConcurrentDeleteReadException,

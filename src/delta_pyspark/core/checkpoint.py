@@ -4,6 +4,10 @@ Classic and multi-part checkpoints are Parquet files with one column per action
 type; v2 (UUID-named) checkpoints may be JSON or Parquet and may move their file
 actions into ``_delta_log/_sidecars``. All of them load into a ``TableState``
 whose file list stays an Arrow table end to end.
+
+Reading and writing stay in one module (a little over 500 lines) because both are
+defined by the same column layout (the ``*_TYPE`` structs and ``CHECKPOINT_REMOVE_FIELDS``
+above them): what one writes, the other must read back.
 """
 
 from __future__ import annotations
@@ -29,15 +33,9 @@ from delta_pyspark.core.actions import (
     Sidecar,
     file_actions_to_arrow,
 )
-from delta_pyspark.core.log_replay import (
-    KEY_COLUMN,
-    TableState,
-    combined,
-    empty_state,
-    empty_table,
-    parse_actions,
-    with_keys,
-)
+from delta_pyspark.core.arrow_buffers import combined, empty_table
+from delta_pyspark.core.commit_actions import parse_actions
+from delta_pyspark.core.log_replay import TableState, empty_state
 from delta_pyspark.core.log_segment import (
     LAST_CHECKPOINT,
     SIDECAR_DIR,
@@ -48,6 +46,7 @@ from delta_pyspark.core.log_segment import (
     uuid_checkpoint_name,
 )
 from delta_pyspark.core.log_store import LogStore
+from delta_pyspark.core.logical_files import KEY_COLUMN, with_keys
 from delta_pyspark.exceptions import CorruptLogError
 
 PROTOCOL_TYPE = pa.struct(
@@ -362,7 +361,7 @@ def _parsed_columns(state: TableState, files: pa.Table) -> list[tuple[pa.Field, 
     from delta_pyspark.core.column_mapping import column_mapping_mode, to_physical_schema
     from delta_pyspark.core.partition_values import partition_column_to_arrow
     from delta_pyspark.core.schema import StructType, parse_schema_string, to_arrow_schema
-    from delta_pyspark.core.stats import parse_stats
+    from delta_pyspark.core.stats_parsing import parse_stats
 
     assert state.metadata is not None
     schema = parse_schema_string(state.metadata.schema_string)

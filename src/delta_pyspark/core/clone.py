@@ -53,6 +53,7 @@ from typing import Any
 from urllib.parse import quote
 
 from delta_pyspark.core.actions import remove_actions
+from delta_pyspark.core.clone_registry import register_shallow_clone
 from delta_pyspark.core.deletion_vectors import DeletionVectorDescriptor, z85_encode
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.log_store import to_local_path
@@ -68,7 +69,6 @@ from delta_pyspark.core.table_paths import (
     resolve_path,
 )
 from delta_pyspark.core.transaction import Transaction
-from delta_pyspark.core.vacuum import register_shallow_clone
 from delta_pyspark.exceptions import (
     DeltaAnalysisException,
     DeltaUnsupportedOperationException,

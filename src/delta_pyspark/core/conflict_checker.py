@@ -24,9 +24,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_pyspark.core.actions import ADD_SCHEMA, REMOVE_SCHEMA, file_actions_to_arrow
+from delta_pyspark.core.commit_actions import CommitActions
 from delta_pyspark.core.data_skipping import may_match
-from delta_pyspark.core.expressions import Expr, to_sql
-from delta_pyspark.core.log_replay import CommitActions, action_key, canonical_path, file_keys
+from delta_pyspark.core.expression_sql import to_sql
+from delta_pyspark.core.expressions import Expr
+from delta_pyspark.core.logical_files import action_key, canonical_path, file_keys
 from delta_pyspark.exceptions import (
     ConcurrentAppendException,
     ConcurrentDeleteDeleteException,

@@ -12,21 +12,35 @@ Everything here is vectorised over files with ``pyarrow.compute``.
 
 from __future__ import annotations
 
-import datetime as dt
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from decimal import Decimal, localcontext
-from typing import Any, TypeAlias
+from typing import Any
 from zoneinfo import ZoneInfo
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_pyspark.core import expressions as ex
-from delta_pyspark.core.stats import has_min_max, parse_stats, stats_from_parsed
+from delta_pyspark.core.literal_coercion import (
+    comparison_type,
+    is_number,
+    literal_scalar,
+    plain_type,
+    timestamp_micros,
+)
+from delta_pyspark.core.skipping_masks import (
+    Mask,
+    compare_bound,
+    mask_and,
+    mask_not,
+    mask_or,
+    materialise,
+    maybe,
+    surely,
+)
+from delta_pyspark.core.stats import has_min_max
+from delta_pyspark.core.stats_parsing import cast_tolerant, parse_stats, stats_from_parsed
 
-Mask: TypeAlias = pa.Array | bool  # a per-file boolean array (never null), or a constant
 _IN_LIST_RANGE_LIMIT = 64  # larger IN lists are tested against their overall [min, max]
 
 
@@ -58,7 +72,7 @@ def may_match(
         subset = files.take(survivors)
         ctx = _Context(subset, schema, partition_columns, time_zone, use_stats=True)
     ctx.load_stats(expr)
-    keep = _materialise(ctx.eval(expr)[0], ctx.n)
+    keep = materialise(ctx.eval(expr)[0], ctx.n)
     if ctx.stats is not None:  # a file with no rows matches nothing
         empty = pc.fill_null(pc.equal(pc.struct_field(ctx.stats, [0]), 0), False)
         keep = pc.and_(keep, pc.invert(empty))
@@ -77,7 +91,7 @@ def partition_filter_mask(
 ) -> pa.BooleanArray:
     """Like ``may_match`` using partition values only; exact for partition-only predicates."""
     ctx = _Context(files, schema, partition_columns, time_zone, use_stats=False)
-    return _materialise(ctx.eval(expr)[0], files.num_rows)
+    return materialise(ctx.eval(expr)[0], files.num_rows)
 
 
 def split_partition_predicate(
@@ -100,64 +114,6 @@ def split_partition_predicate(
 
 
 # ---------------------------------------------------------------------------------------------
-# Mask algebra over Mask = array | constant
-
-
-def _and(a: Mask, b: Mask) -> Mask:
-    if a is False or b is False:
-        return False
-    if a is True:
-        return b
-    if b is True:
-        return a
-    return pc.and_(a, b)
-
-
-def _or(a: Mask, b: Mask) -> Mask:
-    if a is True or b is True:
-        return True
-    if a is False:
-        return b
-    if b is False:
-        return a
-    return pc.or_(a, b)
-
-
-def _not(a: Mask) -> Mask:
-    return (not a) if isinstance(a, bool) else pc.invert(a)
-
-
-def _maybe(cond: pa.Array | None) -> Mask:
-    """A comparison result where null (unknown bound) counts as possibly true."""
-    return True if cond is None else pc.fill_null(cond, True)
-
-
-def _surely(cond: pa.Array | None) -> Mask:
-    """A comparison result where null (unknown bound) counts as not proven."""
-    return False if cond is None else pc.fill_null(cond, False)
-
-
-_CMP = {
-    "=": pc.equal,
-    "<": pc.less,
-    "<=": pc.less_equal,
-    ">": pc.greater,
-    ">=": pc.greater_equal,
-}
-
-
-def _cmp(op: str, bound: pa.Array | None, value: pa.Scalar) -> pa.Array | None:
-    return None if bound is None else _CMP[op](bound, value)
-
-
-def _materialise(mask: Mask, n: int) -> pa.BooleanArray:
-    if isinstance(mask, bool):
-        nulls = pa.nulls(n, pa.bool_())
-        return pc.is_null(nulls) if mask else pc.is_valid(nulls)
-    return mask
-
-
-# ---------------------------------------------------------------------------------------------
 # Per-column facts
 
 
@@ -173,7 +129,7 @@ class _ColumnFacts:
 
     @property
     def has_value(self) -> Mask:
-        return _not(self.all_null)
+        return mask_not(self.all_null)
 
 
 _UNKNOWN = (True, True)
@@ -258,8 +214,8 @@ class _Context:
         if count is not None and pa.types.is_struct(count.type):
             count = None  # a struct column itself: only its leaves have stats
         rows = pc.struct_field(stats, [0])
-        all_null: Mask = False if count is None else _surely(pc.equal(count, rows))
-        no_null: Mask = False if count is None else _surely(pc.equal(count, 0))
+        all_null: Mask = False if count is None else surely(pc.equal(count, rows))
+        no_null: Mask = False if count is None else surely(pc.equal(count, 0))
         low = high = None
         if has_min_max(typ):
             low = _field(_field(stats, "minValues"), *real)
@@ -272,11 +228,11 @@ class _Context:
         if isinstance(e, ex.And):
             lt, lf = self.eval(e.left)
             rt, rf = self.eval(e.right)
-            return _and(lt, rt), _or(lf, rf)
+            return mask_and(lt, rt), mask_or(lf, rf)
         if isinstance(e, ex.Or):
             lt, lf = self.eval(e.left)
             rt, rf = self.eval(e.right)
-            return _or(lt, rt), _and(lf, rf)
+            return mask_or(lt, rt), mask_and(lf, rf)
         if isinstance(e, ex.Not):
             t, f = self.eval(e.expr)
             return f, t
@@ -301,7 +257,7 @@ class _Context:
             t: Mask = e.expr.value is None
             pair = (t, not t)
         elif isinstance(e.expr, ex.Column) and (f := self.facts(e.expr.path)) is not None:
-            pair = (_not(f.no_null), _not(f.all_null))
+            pair = (mask_not(f.no_null), mask_not(f.all_null))
         else:
             return _UNKNOWN
         return pair if isinstance(e, ex.IsNull) else (pair[1], pair[0])
@@ -329,13 +285,15 @@ class _Context:
             return _UNKNOWN
         low, high, (v,) = prepared
         has = facts.has_value
-        some_eq = _and(has, _and(_maybe(_cmp("<=", low, v)), _maybe(_cmp(">=", high, v))))
-        all_eq = _and(_surely(_cmp("=", low, v)), _surely(_cmp("=", high, v)))
-        some_ne = _and(has, _not(all_eq))
+        some_eq = mask_and(
+            has, mask_and(maybe(compare_bound("<=", low, v)), maybe(compare_bound(">=", high, v)))
+        )
+        all_eq = mask_and(surely(compare_bound("=", low, v)), surely(compare_bound("=", high, v)))
+        some_ne = mask_and(has, mask_not(all_eq))
         if op == "=":
             return some_eq, some_ne
         if op == "<=>":  # a null row makes it FALSE, never NULL
-            return some_eq, _or(some_ne, _not(facts.no_null))
+            return some_eq, mask_or(some_ne, mask_not(facts.no_null))
         if op == "!=":
             return some_ne, some_eq
         # a row below/above v exists only if the lower/upper bound allows it
@@ -344,8 +302,8 @@ class _Context:
         t_op, t_bound = below[op]
         f_op, f_bound = rest[op]
         return (
-            _and(has, _maybe(_cmp(t_op, t_bound, v))),
-            _and(has, _maybe(_cmp(f_op, f_bound, v))),
+            mask_and(has, maybe(compare_bound(t_op, t_bound, v))),
+            mask_and(has, maybe(compare_bound(f_op, f_bound, v))),
         )
 
     def in_list(self, e: ex.In) -> tuple[Mask, Mask]:
@@ -371,25 +329,27 @@ class _Context:
             ranges = [(v, v) for v in vs]
         some_in: Mask = False
         for lo_v, hi_v in ranges:
-            hit = _and(_maybe(_cmp("<=", low, hi_v)), _maybe(_cmp(">=", high, lo_v)))
-            some_in = _or(some_in, hit)
+            hit = mask_and(
+                maybe(compare_bound("<=", low, hi_v)), maybe(compare_bound(">=", high, lo_v))
+            )
+            some_in = mask_or(some_in, hit)
         all_in: Mask = False
         if low is not None and high is not None:
             # a single value (always so for partition columns): membership is exact
-            single = _surely(pc.equal(low, high))
-            member = _surely(pc.is_in(low, value_set=value_set))
-            all_in = _and(single, member)
+            single = surely(pc.equal(low, high))
+            member = surely(pc.is_in(low, value_set=value_set))
+            all_in = mask_and(single, member)
             some_in = pc.if_else(single, member, some_in) if single is not False else some_in
-        can_true = _and(facts.has_value, some_in)
+        can_true = mask_and(facts.has_value, some_in)
         if has_null:
             return can_true, False
-        return can_true, _and(facts.has_value, _not(all_in))
+        return can_true, mask_and(facts.has_value, mask_not(all_in))
 
     def starts_with(self, e: ex.StartsWith) -> tuple[Mask, Mask]:
         if not isinstance(e.expr, ex.Column):
             return _UNKNOWN
         facts = self.facts(e.expr.path)
-        if facts is None or not pa.types.is_string(_plain(facts.typ)):
+        if facts is None or not pa.types.is_string(plain_type(facts.typ)):
             return _UNKNOWN
         if e.prefix == "":
             return facts.has_value, False
@@ -397,15 +357,15 @@ class _Context:
         p = pa.scalar(e.prefix, pa.string())
         low = None if facts.low is None else pc.utf8_slice_codeunits(_str(facts.low), 0, k)
         high = None if facts.high is None else pc.utf8_slice_codeunits(_str(facts.high), 0, k)
-        some = _and(
-            _maybe(None if low is None else pc.less_equal(low, p)),
-            _maybe(None if high is None else pc.greater_equal(high, p)),
+        some = mask_and(
+            maybe(None if low is None else pc.less_equal(low, p)),
+            maybe(None if high is None else pc.greater_equal(high, p)),
         )
-        every = _and(
-            _surely(None if low is None else pc.equal(low, p)),
-            _surely(None if high is None else pc.equal(high, p)),
+        every = mask_and(
+            surely(None if low is None else pc.equal(low, p)),
+            surely(None if high is None else pc.equal(high, p)),
         )
-        return _and(facts.has_value, some), _and(facts.has_value, _not(every))
+        return mask_and(facts.has_value, some), mask_and(facts.has_value, mask_not(every))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -445,14 +405,6 @@ def _file_stats(
     return None
 
 
-def _plain(typ: pa.DataType) -> pa.DataType:
-    if pa.types.is_large_string(typ) or pa.types.is_string_view(typ):
-        return pa.string()
-    if pa.types.is_large_binary(typ) or pa.types.is_binary_view(typ):
-        return pa.binary()
-    return typ
-
-
 def _str(arr: pa.Array) -> pa.Array:
     return arr if pa.types.is_string(arr.type) else arr.cast(pa.string())
 
@@ -462,12 +414,12 @@ def _comparable(
 ) -> tuple[pa.Array | None, pa.Array | None, list[pa.Scalar]] | None:
     """Bounds and literals cast to one comparison type following Spark's coercion, or None
     when we do not model the pairing (then nothing is proven)."""
-    typ = _plain(facts.typ)
-    cmp_type = _comparison_type(typ, values)
+    typ = plain_type(facts.typ)
+    cmp_type = comparison_type(typ, values)
     if cmp_type is None:
         return None
     try:
-        scalars = [_literal_scalar(v, typ, cmp_type, tz) for v in values]
+        scalars = [literal_scalar(v, typ, cmp_type, tz) for v in values]
     except (ValueError, TypeError, OverflowError, ArithmeticError, pa.ArrowInvalid):
         return None
     if any(s is None for s in scalars):
@@ -478,103 +430,6 @@ def _comparable(
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return None
     return low, high, scalars
-
-
-def _is_number(v: Any) -> bool:
-    return isinstance(v, int | float | Decimal) and not isinstance(v, bool)
-
-
-def _comparison_type(typ: pa.DataType, values: list[Any]) -> pa.DataType | None:
-    if pa.types.is_integer(typ) or pa.types.is_decimal(typ):
-        if not all(_is_number(v) or isinstance(v, str) for v in values):
-            return None
-        nums = [_number_of(v) for v in values]
-        if any(n is None for n in nums):
-            return None
-        if any(isinstance(n, float) for n in nums):
-            return pa.float64()  # Spark compares exact numbers with a double as doubles
-        scale = max([typ.scale if pa.types.is_decimal(typ) else 0] + [_scale(n) for n in nums])  # type: ignore[arg-type]
-        if pa.types.is_integer(typ) and scale == 0:
-            return pa.int64()
-        digits = (typ.precision - typ.scale) if pa.types.is_decimal(typ) else 19
-        if digits + scale > 38:
-            return None
-        return pa.decimal128(38, scale)
-    if pa.types.is_floating(typ):
-        return pa.float64()
-    if pa.types.is_string(typ):
-        return typ if all(isinstance(v, str) for v in values) else None
-    if pa.types.is_binary(typ):
-        return typ if all(isinstance(v, bytes) for v in values) else None
-    if pa.types.is_boolean(typ):
-        return typ if all(isinstance(v, bool) for v in values) else None
-    if pa.types.is_date(typ):
-        if all(isinstance(v, dt.date) and not isinstance(v, dt.datetime) for v in values):
-            return pa.date32()
-        if all(isinstance(v, str) for v in values):
-            return pa.date32()
-        if all(isinstance(v, dt.datetime) and v.tzinfo is None for v in values):
-            return pa.timestamp("us")  # DATE vs TIMESTAMP compares as timestamps
-        return None
-    if pa.types.is_timestamp(typ):
-        return pa.timestamp("us", tz=typ.tz)
-    return None
-
-
-def _number_of(v: Any) -> int | float | Decimal | None:
-    if isinstance(v, str):
-        text = v.strip()
-        try:
-            return int(text)
-        except ValueError:
-            return None  # Spark's string-to-number coercion varies with ANSI mode
-    if isinstance(v, float) and not math.isfinite(v):
-        return None
-    return v
-
-
-def _scale(n: int | float | Decimal) -> int:
-    if isinstance(n, Decimal):
-        exponent = n.as_tuple().exponent
-        return max(0, -exponent) if isinstance(exponent, int) else 0
-    return 0
-
-
-def _literal_scalar(v: Any, typ: pa.DataType, cmp_type: pa.DataType, tz: ZoneInfo) -> pa.Scalar:
-    if pa.types.is_timestamp(cmp_type):
-        return pa.scalar(_timestamp_micros(v, cmp_type.tz, tz), cmp_type)
-    if pa.types.is_date(cmp_type):
-        return pa.scalar(ex.parse_date(v) if isinstance(v, str) else v, cmp_type)
-    if pa.types.is_floating(cmp_type):
-        return pa.scalar(float(_number_of(v)), cmp_type)  # type: ignore[arg-type]
-    if pa.types.is_decimal(cmp_type) or pa.types.is_integer(cmp_type):
-        n = _number_of(v)
-        if pa.types.is_integer(cmp_type):
-            return pa.scalar(int(n), cmp_type)  # type: ignore[arg-type]
-        with localcontext(prec=100):
-            exact = Decimal(n).quantize(Decimal(1).scaleb(-cmp_type.scale))  # type: ignore[arg-type]
-        return pa.scalar(exact, cmp_type)
-    return pa.scalar(v, cmp_type)
-
-
-def _timestamp_micros(v: Any, column_tz: str | None, session: ZoneInfo) -> int:
-    """A literal as microseconds on the column's time line (UTC instants or wall clock)."""
-    if isinstance(v, str):
-        v = ex.parse_timestamp(v)
-    if isinstance(v, dt.date) and not isinstance(v, dt.datetime):
-        v = dt.datetime(v.year, v.month, v.day)
-    if not isinstance(v, dt.datetime):
-        raise TypeError("not a timestamp")
-    if column_tz is None:  # timestamp_ntz: compare wall clocks
-        if v.tzinfo is not None:
-            raise TypeError("zoned literal against timestamp_ntz")
-        base = dt.datetime(1970, 1, 1)
-    else:
-        if v.tzinfo is None:
-            v = v.replace(tzinfo=session)
-        base = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
-    delta = v - base
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 
 def _constant_comparison(op: str, a: Any, b: Any) -> tuple[Mask, Mask]:
@@ -595,7 +450,7 @@ def _constant_comparison(op: str, a: Any, b: Any) -> tuple[Mask, Mask]:
         }[op]
     except TypeError:
         return _UNKNOWN
-    if type(a) is not type(b) and not (_is_number(a) and _is_number(b)):
+    if type(a) is not type(b) and not (is_number(a) and is_number(b)):
         return _UNKNOWN
     return bool(result), not result
 
@@ -623,13 +478,13 @@ def partition_strings_to_arrow(raw: pa.Array, typ: pa.DataType, tz: ZoneInfo) ->
     Stand-in for the schema module's converter. Timestamps without a zone are wall-clock times
     of the writer, read in the session time zone ``tz`` (as delta-spark does).
     """
-    typ = _plain(typ)
+    typ = plain_type(typ)
     if pa.types.is_timestamp(typ):
         return _partition_timestamps(raw, typ, tz)
     if pa.types.is_boolean(typ):
         raw = pc.utf8_lower(raw)
     dictionary = pc.dictionary_encode(raw)  # few distinct values: convert each once
-    values = _tolerant_cast(dictionary.dictionary, typ)
+    values = cast_tolerant(dictionary.dictionary, typ)
     return pc.take(values, dictionary.indices)
 
 
@@ -638,21 +493,7 @@ def _partition_timestamps(raw: pa.Array, typ: pa.TimestampType, tz: ZoneInfo) ->
     out: list[int | None] = []
     for text in dictionary.dictionary.to_pylist():
         try:
-            out.append(_timestamp_micros(text, typ.tz, tz))
+            out.append(timestamp_micros(text, typ.tz, tz))
         except (TypeError, ValueError, OverflowError):
             out.append(None)
     return pc.take(pa.array(out, pa.int64()), dictionary.indices).cast(typ)
-
-
-def _tolerant_cast(values: pa.Array, typ: pa.DataType) -> pa.Array:
-    try:
-        return pc.cast(values, typ)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        pass
-    out = []
-    for i in range(len(values)):
-        try:
-            out.append(pc.cast(values.slice(i, 1), typ))
-        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-            out.append(pa.nulls(1, typ))
-    return pa.concat_arrays(out) if out else pa.array([], typ)

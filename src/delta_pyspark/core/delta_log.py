@@ -6,6 +6,10 @@ process; it keeps the latest snapshot and brings it forward by reading only the
 commits after it, as delta-spark's ``DeltaLog.update`` does. The cache is bounded by
 tables and by Arrow bytes (``configure_log_cache`` or the ``DELTA_PYSPARK_LOG_CACHE_*``
 environment variables).
+
+The module is a little over 500 lines because the handle and its process-wide cache
+share the handle's private state (``_key``, ``_latest``) under one lock discipline;
+splitting them would make that state public or the import circular.
 """
 
 from __future__ import annotations
@@ -23,15 +27,10 @@ from delta_pyspark.core import checksum
 from delta_pyspark.core import table_properties as props
 from delta_pyspark.core.actions import commit_timestamp
 from delta_pyspark.core.checkpoint import load_state
+from delta_pyspark.core.commit_actions import CommitActions, parse_actions, parse_compaction
+from delta_pyspark.core.commit_batch import CommitBatch, parse_commits
 from delta_pyspark.core.commit_coordinator import CommitCoordinator
-from delta_pyspark.core.log_replay import (
-    CommitActions,
-    CommitBatch,
-    TableState,
-    parse_actions,
-    parse_commits,
-    parse_compaction,
-)
+from delta_pyspark.core.log_replay import TableState
 from delta_pyspark.core.log_segment import (
     LogSegment,
     build_log_segment,

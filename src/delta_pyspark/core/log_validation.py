@@ -21,8 +21,10 @@ from collections.abc import Callable
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from delta_pyspark.core.arrow_buffers import int64_scalar, utf8_scalar
 from delta_pyspark.core.column_mapping import column_mapping_mode, physical_name
-from delta_pyspark.core.log_replay import TableState, canonical_path, int64_scalar, utf8_scalar
+from delta_pyspark.core.log_replay import TableState
+from delta_pyspark.core.logical_files import canonical_path
 from delta_pyspark.core.schema import StructType
 from delta_pyspark.core.table_paths import invalid_dv_paths, invalid_file_paths, local_root
 from delta_pyspark.exceptions import CorruptLogError

@@ -33,8 +33,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_pyspark.core.column_mapping import column_mapping_mode
+from delta_pyspark.core.commit_actions import parse_actions
 from delta_pyspark.core.delta_log import DeltaLog
-from delta_pyspark.core.log_replay import parse_actions
 from delta_pyspark.core.log_segment import commit_name
 from delta_pyspark.core.log_store import LogStore, to_local_path
 from delta_pyspark.core.partition_values import hive_partition_path

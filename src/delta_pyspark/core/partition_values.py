@@ -10,6 +10,10 @@ Timestamps (with time zone) written without an offset are read as UTC: the spec
 says they are in "the time zone of the system which wrote to the table", which a
 reader cannot know; delta-spark's golden tables, delta-kernel and delta-rs all
 treat them as UTC. We write the form the spec recommends, ISO-8601 in UTC.
+
+The module is a little over 500 lines because the scalar and the vectorised parsers must
+share one grammar (the patterns below) to agree value for value, and the serializer is
+their inverse.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import decimal
 import math
 import re
 import struct
+from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -174,55 +179,72 @@ def serialize_partition_value(value: Any, dtype: DataType) -> str | None:
     kind = _kind(dtype)
     if value is None:
         return None
-    if kind == "string":
-        if not isinstance(value, str):
-            raise _bad_value(value, dtype)
-        return value or None
-    if kind == "boolean":
-        if not isinstance(value, bool):
-            raise _bad_value(value, dtype)
-        return "true" if value else "false"
-    if kind in _INT_RANGES:
-        low, high = _INT_RANGES[kind]
-        if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-            raise _bad_value(value, dtype)
-        return str(value)
-    if kind in ("float", "double"):
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise _bad_value(value, dtype)
-        x = float(value)
-        if kind == "float":
-            x = _to_float32(x)
-            return _java_number(x, _shortest_float32(x) if math.isfinite(x) else "0")
-        return _java_number(x, repr(x) if math.isfinite(x) else "0")
-    if kind == "decimal":
-        return _serialize_decimal(value, dtype)  # type: ignore[arg-type]
-    if kind == "date":
-        if isinstance(value, dt.datetime) or not isinstance(value, dt.date):
-            raise _bad_value(value, dtype)
-        return f"{value.year:04d}-{value.month:02d}-{value.day:02d}"
-    if kind == "timestamp":
-        if not isinstance(value, dt.datetime) or value.utcoffset() is None:
-            raise _bad_value(value, dtype)
-        try:
-            utc = value.astimezone(dt.UTC)
-        except OverflowError:  # leaves years 1..9999 once in UTC
-            raise _bad_value(value, dtype) from None
-        return _format_datetime(utc, "T", trim=False) + "Z"
-    if kind == "timestamp_ntz":
-        if not isinstance(value, dt.datetime) or value.utcoffset() is not None:
-            raise _bad_value(value, dtype)
-        return _format_datetime(value, " ", trim=True)
-    if kind == "binary":
-        if not isinstance(value, bytes | bytearray | memoryview):
-            raise _bad_value(value, dtype)
-        try:
-            return bytes(value).decode("utf-8") or None
-        except UnicodeDecodeError:
-            raise DeltaIllegalArgumentException(
-                "binary partition values must be valid UTF-8: the log stores them as text"
-            ) from None
-    raise _bad_value(value, dtype)
+    serialize = _SERIALIZERS.get(kind)
+    if serialize is None:
+        raise _bad_value(value, dtype)
+    return serialize(value, dtype, kind)
+
+
+def _serialize_string(value: Any, dtype: DataType, kind: str) -> str | None:
+    if not isinstance(value, str):
+        raise _bad_value(value, dtype)
+    return value or None
+
+
+def _serialize_boolean(value: Any, dtype: DataType, kind: str) -> str:
+    if not isinstance(value, bool):
+        raise _bad_value(value, dtype)
+    return "true" if value else "false"
+
+
+def _serialize_int(value: Any, dtype: DataType, kind: str) -> str:
+    low, high = _INT_RANGES[kind]
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise _bad_value(value, dtype)
+    return str(value)
+
+
+def _serialize_float(value: Any, dtype: DataType, kind: str) -> str:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise _bad_value(value, dtype)
+    x = float(value)
+    if kind == "float":
+        x = _to_float32(x)
+        return _java_number(x, _shortest_float32(x) if math.isfinite(x) else "0")
+    return _java_number(x, repr(x) if math.isfinite(x) else "0")
+
+
+def _serialize_date(value: Any, dtype: DataType, kind: str) -> str:
+    if isinstance(value, dt.datetime) or not isinstance(value, dt.date):
+        raise _bad_value(value, dtype)
+    return f"{value.year:04d}-{value.month:02d}-{value.day:02d}"
+
+
+def _serialize_timestamp(value: Any, dtype: DataType, kind: str) -> str:
+    if not isinstance(value, dt.datetime) or value.utcoffset() is None:
+        raise _bad_value(value, dtype)
+    try:
+        utc = value.astimezone(dt.UTC)
+    except OverflowError:  # leaves years 1..9999 once in UTC
+        raise _bad_value(value, dtype) from None
+    return _format_datetime(utc, "T", trim=False) + "Z"
+
+
+def _serialize_timestamp_ntz(value: Any, dtype: DataType, kind: str) -> str:
+    if not isinstance(value, dt.datetime) or value.utcoffset() is not None:
+        raise _bad_value(value, dtype)
+    return _format_datetime(value, " ", trim=True)
+
+
+def _serialize_binary(value: Any, dtype: DataType, kind: str) -> str | None:
+    if not isinstance(value, bytes | bytearray | memoryview):
+        raise _bad_value(value, dtype)
+    try:
+        return bytes(value).decode("utf-8") or None
+    except UnicodeDecodeError:
+        raise DeltaIllegalArgumentException(
+            "binary partition values must be valid UTF-8: the log stores them as text"
+        ) from None
 
 
 def _exact_decimal(d: Decimal, dtype: DecimalType) -> Decimal | None:
@@ -250,6 +272,20 @@ def _serialize_decimal(value: Any, dtype: DecimalType) -> str:
     return format(q, "f")
 
 
+_SERIALIZERS: dict[str, Callable[[Any, DataType, str], str | None]] = {
+    "string": _serialize_string,
+    "boolean": _serialize_boolean,
+    **{k: _serialize_int for k in _INT_RANGES},
+    "float": _serialize_float,
+    "double": _serialize_float,
+    "decimal": lambda value, dtype, kind: _serialize_decimal(value, dtype),  # type: ignore[arg-type]
+    "date": _serialize_date,
+    "timestamp": _serialize_timestamp,
+    "timestamp_ntz": _serialize_timestamp_ntz,
+    "binary": _serialize_binary,
+}
+
+
 # ------------------------------------------------------------------------- parsing
 
 
@@ -275,6 +311,8 @@ def parse_partition_value(s: str | None, dtype: DataType) -> Any:
 
 
 def _parse(s: str, kind: str, dtype: DataType) -> Any:
+    if kind in ("date", "timestamp", "timestamp_ntz"):
+        return _parse_datetime(s, kind)
     if kind == "boolean":
         if not _BOOL_RE.match(s):
             raise ValueError(s)
@@ -300,22 +338,24 @@ def _parse(s: str, kind: str, dtype: DataType) -> Any:
         if q is None:
             raise ValueError(s)
         return q
+    raise ValueError(s)
+
+
+def _parse_datetime(s: str, kind: str) -> dt.date | dt.datetime:
     if kind == "date":
         if not _DATE_RE.match(s):
             raise ValueError(s)
         return dt.date(int(s[0:4]), int(s[5:7]), int(s[8:10]))
-    if kind in ("timestamp", "timestamp_ntz"):
-        m = (_TS_RE if kind == "timestamp" else _TS_NTZ_RE).match(s)
-        if not m:
-            raise ValueError(s)
-        year, month, day, hour, minute, second = (int(g) for g in m.groups()[:6])
-        fraction = m.group(7)
-        micro = int((fraction[1:] + "000000")[:6]) if fraction else 0
-        value = dt.datetime(year, month, day, hour, minute, second, micro)
-        if kind == "timestamp_ntz":
-            return value
-        return value.replace(tzinfo=_offset(m.group(8))).astimezone(dt.UTC)
-    raise ValueError(s)
+    m = (_TS_RE if kind == "timestamp" else _TS_NTZ_RE).match(s)
+    if not m:
+        raise ValueError(s)
+    year, month, day, hour, minute, second = (int(g) for g in m.groups()[:6])
+    fraction = m.group(7)
+    micro = int((fraction[1:] + "000000")[:6]) if fraction else 0
+    value = dt.datetime(year, month, day, hour, minute, second, micro)
+    if kind == "timestamp_ntz":
+        return value
+    return value.replace(tzinfo=_offset(m.group(8))).astimezone(dt.UTC)
 
 
 def _offset(text: str | None) -> dt.tzinfo:

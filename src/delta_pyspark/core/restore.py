@@ -42,7 +42,7 @@ import pyarrow.compute as pc
 from delta_pyspark.core.actions import ADD_SCHEMA, Metadata, Protocol, remove_actions
 from delta_pyspark.core.column_mapping import MAX_COLUMN_ID_KEY
 from delta_pyspark.core.delta_log import DeltaLog
-from delta_pyspark.core.log_replay import KEY_COLUMN
+from delta_pyspark.core.logical_files import KEY_COLUMN
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.table_features import implied_writer_features, reader_features
 from delta_pyspark.core.table_paths import dv_file_path, local_root, resolve_path

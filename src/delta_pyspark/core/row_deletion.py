@@ -29,8 +29,8 @@ from delta_pyspark.core.deletion_vectors import (
     DeletionVectorWriter,
     read_deletion_vector,
 )
-from delta_pyspark.core.log_replay import action_key
 from delta_pyspark.core.log_store import LogStore
+from delta_pyspark.core.logical_files import action_key
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.table_features import supports
 from delta_pyspark.exceptions import ConcurrentDeleteDeleteException

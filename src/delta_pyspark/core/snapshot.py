@@ -15,8 +15,9 @@ import pyarrow as pa
 
 from delta_pyspark.core.actions import DomainMetadata, Metadata, Protocol, SetTransaction
 from delta_pyspark.core.checksum import table_size
-from delta_pyspark.core.log_replay import KEY_COLUMN, TableState
+from delta_pyspark.core.log_replay import TableState
 from delta_pyspark.core.log_segment import LogSegment
+from delta_pyspark.core.logical_files import KEY_COLUMN
 from delta_pyspark.core.schema import StructType, parse_schema_string
 
 

@@ -19,8 +19,8 @@ from urllib.parse import unquote, urlparse
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from delta_pyspark.core.arrow_buffers import int64_scalar
 from delta_pyspark.core.deletion_vectors import DeletionVectorDescriptor
-from delta_pyspark.core.log_replay import int64_scalar
 from delta_pyspark.core.log_store import to_local_path
 
 _URI_WITH_AUTHORITY = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")

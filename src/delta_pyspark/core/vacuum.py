@@ -53,15 +53,17 @@ being made from while its registry entry is within the retention window. Clones 
 registry does not know about (made by other engines) cannot be protected.
 
 Only local file systems are supported, like ``log_store_for``.
+
+This module is longer than 500 lines because its one job, deciding what VACUUM may
+delete and deleting it, needs the rules above in one place; the clone registry it reads
+is ``clone_registry``.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import time
-import uuid
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -71,6 +73,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_pyspark.core import table_properties as props
+from delta_pyspark.core.clone_registry import CloneEntry, registered_clones
 from delta_pyspark.core.column_mapping import column_mapping_mode, physical_name
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.snapshot import Snapshot
@@ -89,7 +92,6 @@ from delta_pyspark.exceptions import (
 
 _logger = logging.getLogger(__name__)
 
-CLONE_REGISTRY_DIR = "_delta_clones"
 """Directory (hidden from readers and VACUUM) in a source table listing its shallow clones."""
 
 RETENTION_CHECK_CONF = "spark.databricks.delta.retentionDurationCheck.enabled"
@@ -300,63 +302,7 @@ def _partition_names(snapshot: Snapshot) -> list[str]:
     return names
 
 
-# --------------------------------------------------------------------------- clone registry
-
-
-@dataclass(frozen=True)
-class CloneEntry:
-    """One registered shallow clone of a table."""
-
-    registry_file: str
-    clone_path: str
-    source_version: int | None
-    registered_ms: int
-
-
-def register_shallow_clone(source_root: str, clone_root: str, source_version: int) -> str:
-    """Record ``clone_root`` in the source's clone registry; returns the entry's path."""
-    directory = os.path.join(local_root(source_root), CLONE_REGISTRY_DIR)
-    os.makedirs(directory, exist_ok=True)
-    path = os.path.join(directory, f"{uuid.uuid4()}.json")
-    body = {
-        "clonePath": local_root(clone_root),
-        "sourceVersion": source_version,
-        "createdAt": int(time.time() * 1000),
-    }
-    tmp = os.path.join(directory, f".{uuid.uuid4().hex}.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(body, f)
-    os.replace(tmp, path)
-    return path
-
-
-def registered_clones(table_root: str) -> list[CloneEntry]:
-    """The shallow clones registered in ``table_root`` (malformed entries are errors)."""
-    directory = os.path.join(local_root(table_root), CLONE_REGISTRY_DIR)
-    try:
-        names = sorted(n for n in os.listdir(directory) if n.endswith(".json"))
-    except FileNotFoundError:
-        return []
-    out = []
-    for name in names:
-        path = os.path.join(directory, name)
-        try:
-            with open(path, encoding="utf-8") as f:
-                body = json.load(f)
-            mtime = int(os.stat(path).st_mtime * 1000)
-            clone_path = str(body["clonePath"])
-        except FileNotFoundError:
-            continue
-        except (ValueError, KeyError, TypeError) as e:
-            raise DeltaError(
-                f"shallow clone registry entry {path} is malformed ({e}); fix or delete it "
-                "before running VACUUM"
-            ) from None
-        version = body.get("sourceVersion")
-        out.append(
-            CloneEntry(path, clone_path, int(version) if version is not None else None, mtime)
-        )
-    return out
+# --------------------------------------------------------------------------- clones
 
 
 def clone_references(

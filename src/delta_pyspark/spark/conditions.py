@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from delta_pyspark.core.expressions import Expr, Unknown, parse_predicate
+from delta_pyspark.core.expression_parser import parse_predicate
+from delta_pyspark.core.expressions import Expr, Unknown
 from delta_pyspark.core.schema import StructType
 from delta_pyspark.exceptions import DeltaAnalysisException
 from delta_pyspark.spark.integration import java_frame

@@ -45,7 +45,7 @@ from delta_pyspark.core.schema import (
     to_arrow_schema,
     type_name,
 )
-from delta_pyspark.core.stats import collect_parquet_stats
+from delta_pyspark.core.stats_collection import collect_parquet_stats
 from delta_pyspark.core.table_features import protocol_for
 from delta_pyspark.core.transaction import Transaction
 from delta_pyspark.exceptions import (

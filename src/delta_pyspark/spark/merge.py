@@ -45,6 +45,7 @@ import pyarrow.compute as pc
 
 from delta_pyspark.core.actions import remove_actions
 from delta_pyspark.core.delta_log import DeltaLog
+from delta_pyspark.core.expression_parser import parse_predicate
 from delta_pyspark.core.expressions import (
     And,
     Column,
@@ -56,7 +57,6 @@ from delta_pyspark.core.expressions import (
     columns_of,
     conjuncts,
     map_columns,
-    parse_predicate,
 )
 from delta_pyspark.core.row_deletion import deletion_vectors_enabled, dv_metrics
 from delta_pyspark.core.schema import (

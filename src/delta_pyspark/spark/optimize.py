@@ -29,7 +29,8 @@ import pyarrow.compute as pc
 
 from delta_pyspark.core.actions import remove_actions
 from delta_pyspark.core.delta_log import DeltaLog
-from delta_pyspark.core.expressions import Unknown, and_all, columns_of, parse_predicate, walk
+from delta_pyspark.core.expression_parser import parse_predicate
+from delta_pyspark.core.expressions import Unknown, and_all, columns_of, walk
 from delta_pyspark.core.optimize_plan import (
     GIB,
     Bin,

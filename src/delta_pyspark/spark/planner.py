@@ -46,7 +46,8 @@ from delta_pyspark.core.column_mapping import (
 )
 from delta_pyspark.core.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
 from delta_pyspark.core.delta_log import DeltaLog
-from delta_pyspark.core.expressions import and_all, parse_predicate
+from delta_pyspark.core.expression_parser import parse_predicate
+from delta_pyspark.core.expressions import and_all
 from delta_pyspark.core.log_store import log_store_for, to_local_path
 from delta_pyspark.core.schema import StructType
 from delta_pyspark.core.snapshot import Snapshot

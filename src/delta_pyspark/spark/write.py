@@ -26,7 +26,8 @@ from delta_pyspark.core.column_mapping import (
 )
 from delta_pyspark.core.partition_values import parse_hive_partition_path
 from delta_pyspark.core.schema import BINARY, StructType, to_arrow_schema
-from delta_pyspark.core.stats import collect_parquet_stats, split_column_name
+from delta_pyspark.core.stats import split_column_name
+from delta_pyspark.core.stats_collection import collect_parquet_stats
 from delta_pyspark.exceptions import InvariantViolationError
 from delta_pyspark.spark.paths import to_log_path
 

@@ -18,7 +18,7 @@ import pyarrow as pa
 from delta_pyspark.core.actions import Metadata, remove_actions
 from delta_pyspark.core.data_skipping import partition_filter_mask, split_partition_predicate
 from delta_pyspark.core.delta_log import DeltaLog
-from delta_pyspark.core.expressions import parse_predicate
+from delta_pyspark.core.expression_parser import parse_predicate
 from delta_pyspark.core.schema import (
     StructField,
     StructType,
