@@ -179,7 +179,9 @@ def write_commit(
 
 
 @st.composite
-def commit_actions(draw: st.DrawFn, model: Model) -> tuple[list[tuple[str, dict]], list[str]]:
+def commit_actions(  # noqa: C901 (a branch per action kind, each with its protocol rule)
+    draw: st.DrawFn, model: Model
+) -> tuple[list[tuple[str, dict]], list[str]]:
     """One protocol-valid commit: per path at most one add and one remove, never the same
     (path, DV) added and removed, no add of a path live with another DV (unless this commit
     removes that one), at most one metaData/protocol/txn-per-app/domain."""

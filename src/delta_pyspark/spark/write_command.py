@@ -138,38 +138,13 @@ def write_delta(
     spark: SparkSession, df: DataFrame, path: str, request: WriteRequest
 ) -> Snapshot | None:
     """Execute one delta write; returns the committed snapshot (None when skipped)."""
-    mode = (request.mode or "errorifexists").lower()
-    if mode not in _MODES:
-        raise DeltaIllegalArgumentException(f"unknown save mode {request.mode!r}")
-    mode = "errorifexists" if mode in ("error", "default") else mode
-    delta_log = DeltaLog.for_table(path)
-    try:
-        snapshot: Snapshot | None = delta_log.snapshot()
-    except DeltaTableNotFoundError:
-        snapshot = None
-    if snapshot is not None and mode == "errorifexists":
-        raise DeltaAnalysisException(
-            f"cannot write to {path}: a Delta table already exists there (mode errorifexists)"
-        )
-    if snapshot is not None and mode == "ignore":
+    mode = _save_mode(request)
+    opened = _open(path, mode)
+    if opened is None:
         return None
-    txn = Transaction(delta_log, snapshot)
-
-    app_id, app_version = request.opt("txnAppId"), request.opt("txnVersion")
-    if (app_id is None) != (app_version is None):
-        raise DeltaIllegalArgumentException("txnAppId and txnVersion must be given together")
-    if app_id is not None:
-        last = txn.app_transaction_version(app_id)
-        if last is not None and int(app_version) <= last:
-            log.warning(
-                "skipping write to %s: txnAppId %s already committed version %s (asked %s)",
-                path,
-                app_id,
-                last,
-                app_version,
-            )
-            return None
-        txn.set_app_transaction(app_id, int(app_version))
+    txn, snapshot = opened
+    if not _claim_app_transaction(txn, request, path):
+        return None
 
     data_schema = from_spark_schema(df.schema)
     overwrite = mode == "overwrite"
@@ -186,48 +161,25 @@ def write_delta(
     metadata = _target_metadata(
         spark, snapshot, data_schema, request, merge_schema, overwrite_schema
     )
-    schema = StructType.from_json(json.loads(metadata.schema_string))
-    if snapshot is None or metadata != snapshot.metadata:
-        txn.update_metadata(metadata)
-        metadata = txn.metadata  # with column mapping ids and physical names
-        schema = StructType.from_json(json.loads(metadata.schema_string))
-        protocol = protocol_for(
-            schema, dict(metadata.configuration), snapshot.protocol if snapshot else None
-        )
-        if snapshot is None or protocol != snapshot.protocol:
-            txn.update_protocol(protocol)
-
-    aligned = _align(df, schema)
+    metadata, schema = _apply_metadata(txn, snapshot, metadata)
     checks = table_constraints(metadata.configuration)
-    guarded = enforce_constraints(aligned, schema, checks)
+    guarded = enforce_constraints(_align(df, schema), schema, checks)
     partitions = list(metadata.partition_columns)
-    removes: list[dict[str, Any]] = []
     operation = request.opt(OPERATION_OPTION) or "WRITE"
-    params = {
-        "mode": mode.capitalize() if mode != "errorifexists" else "ErrorIfExists",
-        "partitionBy": json.dumps(partitions),
-    }
-    if request.parameters is not None:
-        params = dict(request.parameters)
-    elif operation != "WRITE":  # CREATE TABLE [AS SELECT]: delta-spark's parameters
-        params = {
-            "partitionBy": json.dumps(partitions),
-            "description": metadata.description,
-            "properties": json.dumps(request.table_properties),
-        }
+    params = _parameters(request, mode, operation, partitions, metadata)
 
+    removes: list[dict[str, Any]] = []
+    extra_adds: list[dict[str, Any]] = []
+    dynamic = overwrite and snapshot is not None and not replace_where and _dynamic(spark, request)
     if overwrite and snapshot is not None and replace_where:
         guarded = _guard_replace_where(guarded, replace_where)
         params["predicate"] = json.dumps([replace_where])
         removes, extra_adds = _replace_where_removes(spark, txn, snapshot, replace_where)
-    elif overwrite and snapshot is not None and _dynamic(spark, request):
+    elif dynamic:
         params["dynamicPartitionOverwrite"] = "true"
-        extra_adds = []
     elif overwrite and snapshot is not None:
         txn.read_whole_table()
-        removes, extra_adds = remove_actions(snapshot.files), []
-    else:
-        extra_adds = []
+        removes = remove_actions(snapshot.files)
 
     max_records = request.opt("maxRecordsPerFile")
     data_change = _truthy(request.opt("dataChange", "true"))
@@ -241,7 +193,8 @@ def write_delta(
         data_change,
         optimize_write_enabled(spark, metadata.configuration, request.opt("optimizeWrite")),
     )
-    if overwrite and snapshot is not None and _dynamic(spark, request) and not replace_where:
+    if dynamic:
+        assert snapshot is not None
         removes = _dynamic_removes(txn, snapshot, adds, partitions)
     if not data_change:
         for r in removes:
@@ -257,6 +210,88 @@ def write_delta(
         metrics["numRemovedFiles"] = len(removes)
     meta = user_metadata(spark, request.opt("userMetadata"))
     return commit_and_compact(spark, txn, operation, params, metrics, meta)
+
+
+def _save_mode(request: WriteRequest) -> str:
+    mode = (request.mode or "errorifexists").lower()
+    if mode not in _MODES:
+        raise DeltaIllegalArgumentException(f"unknown save mode {request.mode!r}")
+    return "errorifexists" if mode in ("error", "default") else mode
+
+
+def _open(path: str, mode: str) -> tuple[Transaction, Snapshot | None] | None:
+    """The write's transaction and the snapshot it reads (None: the table is there and the
+    mode says to leave it alone)."""
+    delta_log = DeltaLog.for_table(path)
+    try:
+        snapshot: Snapshot | None = delta_log.snapshot()
+    except DeltaTableNotFoundError:
+        snapshot = None
+    if snapshot is not None and mode == "errorifexists":
+        raise DeltaAnalysisException(
+            f"cannot write to {path}: a Delta table already exists there (mode errorifexists)"
+        )
+    if snapshot is not None and mode == "ignore":
+        return None
+    return Transaction(delta_log, snapshot), snapshot
+
+
+def _claim_app_transaction(txn: Transaction, request: WriteRequest, path: str) -> bool:
+    """Record ``txnAppId``/``txnVersion``; False when that version is already committed (the
+    write is a replay and is skipped)."""
+    app_id, app_version = request.opt("txnAppId"), request.opt("txnVersion")
+    if (app_id is None) != (app_version is None):
+        raise DeltaIllegalArgumentException("txnAppId and txnVersion must be given together")
+    if app_id is None:
+        return True
+    last = txn.app_transaction_version(app_id)
+    if last is not None and int(app_version) <= last:
+        log.warning(
+            "skipping write to %s: txnAppId %s already committed version %s (asked %s)",
+            path,
+            app_id,
+            last,
+            app_version,
+        )
+        return False
+    txn.set_app_transaction(app_id, int(app_version))
+    return True
+
+
+def _apply_metadata(
+    txn: Transaction, snapshot: Snapshot | None, metadata: Metadata
+) -> tuple[Metadata, StructType]:
+    """Stage ``metadata`` (and the protocol it needs) when it differs from the snapshot's;
+    returns it as staged (column mapping ids assigned) and its schema."""
+    if snapshot is not None and metadata == snapshot.metadata:
+        return metadata, StructType.from_json(json.loads(metadata.schema_string))
+    txn.update_metadata(metadata)
+    metadata = txn.metadata  # with column mapping ids and physical names
+    schema = StructType.from_json(json.loads(metadata.schema_string))
+    protocol = protocol_for(
+        schema, dict(metadata.configuration), snapshot.protocol if snapshot else None
+    )
+    if snapshot is None or protocol != snapshot.protocol:
+        txn.update_protocol(protocol)
+    return metadata, schema
+
+
+def _parameters(
+    request: WriteRequest, mode: str, operation: str, partitions: list[str], metadata: Metadata
+) -> dict[str, Any]:
+    """The commit's operation parameters, as delta-spark records them for the operation."""
+    if request.parameters is not None:
+        return dict(request.parameters)
+    if operation != "WRITE":  # CREATE TABLE [AS SELECT]
+        return {
+            "partitionBy": json.dumps(partitions),
+            "description": metadata.description,
+            "properties": json.dumps(request.table_properties),
+        }
+    return {
+        "mode": mode.capitalize() if mode != "errorifexists" else "ErrorIfExists",
+        "partitionBy": json.dumps(partitions),
+    }
 
 
 def _dynamic(spark: SparkSession, request: WriteRequest) -> bool:
