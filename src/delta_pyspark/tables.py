@@ -15,6 +15,7 @@ from delta_pyspark.core.schema import StructField, StructType, schema_to_string
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.table_features import (
     check_writable,
+    features_in_use,
     implied_writer_features,
     protocol_for,
     reader_features,
@@ -216,7 +217,7 @@ class DeltaTable:
         if featureName in implied_writer_features(s.protocol) | reader_features(s.protocol):
             return  # supported already (legacy protocol versions imply some): no upgrade
         new = with_features(s.protocol, {featureName})
-        check_writable(new, self._path)
+        check_writable(new, self._path, features_in_use(s.metadata))
         if new == s.protocol:
             return
         txn = Transaction(self._log, s)

@@ -42,32 +42,17 @@ from delta_pyspark.exceptions import (
 __all__ = ["add_columns", "set_properties", "unset_properties"]
 
 
-def _protocol_only(key: str) -> bool:
-    """Keys that change the protocol instead of being stored in the configuration."""
-    return key.startswith(props.FEATURE_PREFIX) or key in (
-        props.MIN_READER_VERSION,
-        props.MIN_WRITER_VERSION,
-    )
-
-
 def set_properties(log: DeltaLog, properties: Mapping[str, str]) -> Snapshot:
     """Set table properties in one ``SET TBLPROPERTIES`` commit; returns the new snapshot."""
     if not properties:
         raise DeltaIllegalArgumentException("SET TBLPROPERTIES needs at least one property")
     snapshot = log.snapshot()
-    requested: dict[str, str] = {}
-    for key, value in properties.items():
-        canonical, normalised = props.validate_property(key, str(value))
-        if canonical in requested and requested[canonical] != normalised:
-            raise DeltaIllegalArgumentException(
-                f"property {canonical} given twice with different values"
-            )
-        requested[canonical] = normalised
+    requested = props.validate_properties(properties)
     _check_stats_columns(snapshot, requested)
 
     old_conf = dict(snapshot.configuration)
     conf = _without_keys(old_conf, requested)
-    conf.update({k: v for k, v in requested.items() if not _protocol_only(k)})
+    conf.update({k: v for k, v in requested.items() if not props.is_protocol_key(k)})
     schema_string = _column_mapping_change(snapshot, old_conf, conf)
     _check_manifest_compatibility(snapshot, conf)
 
@@ -179,7 +164,7 @@ def _target_protocol(
                 f"{getattr(current, attr)} and protocol versions are never downgraded"
             )
     needs = dict(conf)
-    needs.update({k: v for k, v in requested.items() if _protocol_only(k)})
+    needs.update({k: v for k, v in requested.items() if props.is_protocol_key(k)})
     needs.update(
         {f"{props.FEATURE_PREFIX}{f}": "supported" for f in props.features_for_properties(conf)}
     )

@@ -7,7 +7,9 @@ feature sets; explicit lists come with reader version 3 / writer version 7.
 
 from __future__ import annotations
 
-from delta_pyspark.core.actions import Protocol
+from delta_pyspark.core.actions import Metadata, Protocol
+from delta_pyspark.core.column_mapping import column_mapping_mode
+from delta_pyspark.core.table_properties import features_for_properties
 from delta_pyspark.exceptions import UnsupportedTableFeatureError
 
 MAX_READER_VERSION = 3
@@ -63,6 +65,25 @@ READER_WRITER_FEATURES = SUPPORTED_READER_FEATURES | {
 }
 
 
+# Writer features whose obligations apply to the columns that use them, and to nothing else.
+_COLUMN_FEATURES = frozenset({"generatedColumns", "identityColumns"})
+
+
+def features_in_use(metadata: Metadata) -> frozenset[str]:
+    """Features this table's metadata actually uses, of those a protocol may support idle."""
+    used = set()
+    text = metadata.schema_string
+    if "delta.generationExpression" in text:
+        used.add("generatedColumns")
+    if "delta.identity." in text:
+        used.add("identityColumns")
+    if metadata.configuration.get("delta.enableChangeDataFeed", "").lower() == "true":
+        used.add("changeDataFeed")
+    if column_mapping_mode(metadata.configuration) != "none":
+        used.add("columnMapping")
+    return frozenset(used)
+
+
 def implied_writer_features(protocol: Protocol) -> frozenset[str]:
     """Writer features a protocol supports, explicit (v7) or implied (v2..v6)."""
     if protocol.min_writer_version >= 7:
@@ -112,7 +133,9 @@ def check_writable(
     """Refuse to write a table needing a writer feature we lack.
 
     For legacy protocols only features actually in use count (``used_legacy_features``,
-    e.g. generated columns found in the schema); explicit v7 lists count in full.
+    e.g. generated columns found in the schema); explicit v7 lists count in full, except
+    features whose rules bind only the columns that carry them (a table that supports
+    generated columns but has none is written like any other).
     """
     check_readable(protocol, table, access_features)
     if protocol.min_writer_version > MAX_WRITER_VERSION:
@@ -122,7 +145,7 @@ def check_writable(
             [f"writerVersion{protocol.min_writer_version}"],
         )
     needed = (
-        implied_writer_features(protocol)
+        implied_writer_features(protocol) - (_COLUMN_FEATURES - used_legacy_features)
         if protocol.min_writer_version >= 7
         else implied_writer_features(protocol) & used_legacy_features
     )
@@ -183,16 +206,9 @@ def features_required(schema: object, configuration: dict[str, str]) -> set[str]
         needed.add("timestampNtz")
     if "variant" in types:
         needed.add("variantType")
-    if conf.get("delta.enableDeletionVectors", "").lower() == "true":
-        needed.add("deletionVectors")
+    needed |= features_for_properties(conf)  # the boolean properties that enable a feature
     if conf.get("delta.columnMapping.mode", "none").lower() != "none":
         needed.add("columnMapping")
-    if conf.get("delta.enableChangeDataFeed", "").lower() == "true":
-        needed.add("changeDataFeed")
-    if conf.get("delta.enableInCommitTimestamps", "").lower() == "true":
-        needed.add("inCommitTimestamp")
-    if conf.get("delta.appendOnly", "").lower() == "true":
-        needed.add("appendOnly")
     if any(k.startswith("delta.constraints.") for k in conf):
         needed.add("checkConstraints")
     if conf.get("delta.checkpointPolicy", "").lower() == "v2":

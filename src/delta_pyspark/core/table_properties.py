@@ -372,6 +372,26 @@ def validate_property(key: str, value: str) -> tuple[str, str]:
     return spec.key, spec.check(spec.key, str(value))
 
 
+def validate_properties(properties: Mapping[str, str]) -> dict[str, str]:
+    """User-given properties checked one by one (``validate_property``), in their stored
+    spelling; one key given twice (any case) with different values is refused."""
+    out: dict[str, str] = {}
+    for key, value in properties.items():
+        canonical, normalised = validate_property(key, str(value))
+        if canonical in out and out[canonical] != normalised:
+            raise DeltaIllegalArgumentException(
+                f"property {canonical} given twice with different values"
+            )
+        out[canonical] = normalised
+    return out
+
+
+def is_protocol_key(key: str) -> bool:
+    """Keys that ask for a protocol change instead of being stored in the configuration
+    (``delta.feature.<name>``, ``delta.min{Reader,Writer}Version``), as in delta-spark."""
+    return key.startswith(FEATURE_PREFIX) or key in (MIN_READER_VERSION, MIN_WRITER_VERSION)
+
+
 def features_for_properties(configuration: Mapping[str, str]) -> set[str]:
     """Table features the registry says ``configuration``'s values need."""
     needed = set()

@@ -43,7 +43,7 @@ from delta_pyspark.core.log_replay import CommitActions, action_key, parse_actio
 from delta_pyspark.core.row_deletion import FileRowDeletes, mark_rows_deleted, rebase
 from delta_pyspark.core.schema import parse_schema_string, to_arrow_schema
 from delta_pyspark.core.snapshot import Snapshot
-from delta_pyspark.core.table_features import check_writable
+from delta_pyspark.core.table_features import check_writable, features_in_use
 from delta_pyspark.exceptions import (
     DeltaAnalysisException,
     DeltaError,
@@ -212,7 +212,7 @@ class Transaction:
         check_writable(
             self.protocol,
             self.log.table_root,
-            _legacy_features_in_use(self.metadata),
+            features_in_use(self.metadata),
             self.log.access_features,
         )
 
@@ -456,21 +456,6 @@ class Transaction:
             snapshot = self.log.apply_commits(self.snapshot, version, [*winners, committed])
         self.log.remember(snapshot)
         return snapshot
-
-
-def _legacy_features_in_use(metadata: Metadata) -> frozenset[str]:
-    """Features of legacy writer versions that this table actually uses."""
-    used = set()
-    text = metadata.schema_string
-    if "delta.generationExpression" in text:
-        used.add("generatedColumns")
-    if "delta.identity." in text:
-        used.add("identityColumns")
-    if metadata.configuration.get("delta.enableChangeDataFeed", "").lower() == "true":
-        used.add("changeDataFeed")
-    if column_mapping_mode(metadata.configuration) != "none":
-        used.add("columnMapping")
-    return frozenset(used)
 
 
 def create_table(

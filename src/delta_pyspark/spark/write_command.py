@@ -29,12 +29,19 @@ from delta_pyspark.core.schema import (
 )
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.table_features import protocol_for
-from delta_pyspark.core.table_properties import canonical_key, is_delta_key, type_widening
+from delta_pyspark.core.table_properties import (
+    canonical_key,
+    is_delta_key,
+    is_protocol_key,
+    type_widening,
+    validate_properties,
+)
 from delta_pyspark.core.transaction import Transaction
 from delta_pyspark.exceptions import (
     DeltaAnalysisException,
     DeltaIllegalArgumentException,
     DeltaTableNotFoundError,
+    DeltaUnsupportedOperationException,
 )
 from delta_pyspark.spark.auto_compact import commit_and_compact
 from delta_pyspark.spark.optimized_write import optimize_write_enabled
@@ -53,6 +60,8 @@ DEFAULTS_PREFIX = "spark.databricks.delta.properties.defaults."
 # records (CREATE TABLE, CREATE TABLE AS SELECT) and the table's comment.
 OPERATION_OPTION = "__delta_operation"
 DESCRIPTION_OPTION = "__delta_description"
+# What Spark's DataFrameWriter.clusterBy hands a V1 source (a JSON list of names).
+CLUSTERING_OPTION = "__clustering_columns"
 # A [CREATE OR] REPLACE TABLE (see ``table_writes``): the new definition's properties and
 # comment replace the table's, where an overwrite with ``overwriteSchema`` keeps them.
 REPLACE_OPTION = "__delta_replace"
@@ -104,8 +113,11 @@ def _session_defaults(spark: SparkSession) -> dict[str, str]:
     except Exception:  # older pyspark: no getAll on RuntimeConfig
         runtime = {}
     merged = dict(conf) | runtime
+    # spark.databricks.delta.properties.defaults.appendOnly sets delta.appendOnly
     return {
-        k[len(DEFAULTS_PREFIX) :]: v for k, v in merged.items() if k.startswith(DEFAULTS_PREFIX)
+        "delta." + k[len(DEFAULTS_PREFIX) :]: v
+        for k, v in merged.items()
+        if k.startswith(DEFAULTS_PREFIX)
     }
 
 
@@ -158,10 +170,10 @@ def write_delta(
     if overwrite_schema and replace_where:
         raise DeltaIllegalArgumentException("overwriteSchema cannot be used with replaceWhere")
 
-    metadata = _target_metadata(
+    metadata, protocol_requests = _target_metadata(
         spark, snapshot, data_schema, request, merge_schema, overwrite_schema
     )
-    metadata, schema = _apply_metadata(txn, snapshot, metadata)
+    metadata, schema = _apply_metadata(txn, snapshot, metadata, protocol_requests)
     checks = table_constraints(metadata.configuration)
     guarded = enforce_constraints(_align(df, schema), schema, checks)
     partitions = list(metadata.partition_columns)
@@ -213,6 +225,13 @@ def write_delta(
 
 
 def _save_mode(request: WriteRequest) -> str:
+    """The request's save mode, after refusing what the request asks that is not built."""
+    clustering = request.opt(CLUSTERING_OPTION)
+    if clustering:
+        raise DeltaUnsupportedOperationException(
+            f"clusterBy({', '.join(json.loads(clustering))}): liquid clustering is not "
+            "supported yet (the clustering would be lost); use partitionBy"
+        )
     mode = (request.mode or "errorifexists").lower()
     if mode not in _MODES:
         raise DeltaIllegalArgumentException(f"unknown save mode {request.mode!r}")
@@ -259,17 +278,23 @@ def _claim_app_transaction(txn: Transaction, request: WriteRequest, path: str) -
 
 
 def _apply_metadata(
-    txn: Transaction, snapshot: Snapshot | None, metadata: Metadata
+    txn: Transaction,
+    snapshot: Snapshot | None,
+    metadata: Metadata,
+    protocol_requests: dict[str, str],
 ) -> tuple[Metadata, StructType]:
-    """Stage ``metadata`` (and the protocol it needs) when it differs from the snapshot's;
-    returns it as staged (column mapping ids assigned) and its schema."""
+    """Stage ``metadata`` (and the protocol it and ``protocol_requests`` need) when it
+    differs from the snapshot's; returns it as staged (column mapping ids assigned) and its
+    schema."""
     if snapshot is not None and metadata == snapshot.metadata:
         return metadata, StructType.from_json(json.loads(metadata.schema_string))
     txn.update_metadata(metadata)
     metadata = txn.metadata  # with column mapping ids and physical names
     schema = StructType.from_json(json.loads(metadata.schema_string))
     protocol = protocol_for(
-        schema, dict(metadata.configuration), snapshot.protocol if snapshot else None
+        schema,
+        {**metadata.configuration, **protocol_requests},
+        snapshot.protocol if snapshot else None,
     )
     if snapshot is None or protocol != snapshot.protocol:
         txn.update_protocol(protocol)
@@ -312,7 +337,9 @@ def _target_metadata(
     request: WriteRequest,
     merge_schema: bool,
     overwrite_schema: bool,
-) -> Metadata:
+) -> tuple[Metadata, dict[str, str]]:
+    """The metadata the write commits, and the protocol requests among the properties it
+    sets (``delta.feature.*``, ``delta.min*Version``: never stored in the configuration)."""
     partition_by = list(request.partition_by or [])
     if snapshot is None or overwrite_schema:
         declared = request.opt(DECLARED_SCHEMA_OPTION)
@@ -323,28 +350,32 @@ def _target_metadata(
                     f"partition column {c!r} is not in the data schema {data_schema.field_names}"
                 )
         partition_by = [schema.find_field(c, case_sensitive=False).name for c in partition_by]
+        replacing = snapshot is not None and _truthy(request.opt(REPLACE_OPTION, "false"))
+        if snapshot is None or replacing:  # the properties are the statement's and defaults
+            requested = validate_properties(_session_defaults(spark) | request.table_properties)
+            conf: dict[str, str] = {}
+        else:  # an overwrite keeps the table's properties and adds the write's
+            requested = validate_properties(request.table_properties)
+            conf = dict(snapshot.configuration)
+        conf |= {k: v for k, v in requested.items() if not is_protocol_key(k)}
+        protocol_requests = {k: v for k, v in requested.items() if is_protocol_key(k)}
         if snapshot is None:
-            conf = _session_defaults(spark) | request.table_properties
-            return Metadata.create(
+            metadata = Metadata.create(
                 schema_to_string(schema),
                 partition_by,
                 conf,
                 description=request.opt(DESCRIPTION_OPTION),
                 created_time=time.time_ns() // 1_000_000,
             )
-        if _truthy(request.opt(REPLACE_OPTION, "false")):
-            return snapshot.metadata.with_changes(
+        else:
+            metadata = snapshot.metadata.with_changes(
                 schema_string=schema_to_string(schema),
                 partition_columns=tuple(partition_by),
-                configuration=_session_defaults(spark) | request.table_properties,
-                description=request.opt(DESCRIPTION_OPTION),
+                configuration=conf,
             )
-        conf = dict(snapshot.configuration) | request.table_properties
-        return snapshot.metadata.with_changes(
-            schema_string=schema_to_string(schema),
-            partition_columns=tuple(partition_by),
-            configuration=conf,
-        )
+            if replacing:
+                metadata = metadata.with_changes(description=request.opt(DESCRIPTION_OPTION))
+        return metadata, protocol_requests
     if partition_by and [c.lower() for c in partition_by] != [
         c.lower() for c in snapshot.partition_columns
     ]:
@@ -357,10 +388,10 @@ def _target_metadata(
         widening = type_widening(snapshot.configuration)
         merged = merge_schemas(snapshot.schema, data_schema, allow_type_widening=widening)
         if merged != snapshot.schema:
-            return snapshot.metadata.with_changes(schema_string=schema_to_string(merged))
-        return snapshot.metadata
+            return snapshot.metadata.with_changes(schema_string=schema_to_string(merged)), {}
+        return snapshot.metadata, {}
     check_write_compatible(snapshot.schema, data_schema)
-    return snapshot.metadata
+    return snapshot.metadata, {}
 
 
 def _guard_replace_where(df: DataFrame, predicate: str) -> DataFrame:

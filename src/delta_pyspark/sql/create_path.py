@@ -42,7 +42,12 @@ def create_table(p: StatementParser, target: TableRef, if_not_exists: bool) -> S
             comment = p.literal("a comment string")
         elif p.accept("TBLPROPERTIES"):
             properties.update(parse_properties(p.group("the TBLPROPERTIES list")))
-        elif p.at("LOCATION") or p.at("CLUSTER") or p.at("OPTIONS"):
+        elif p.at("CLUSTER", "BY"):
+            raise DeltaUnsupportedOperationException(
+                f"CREATE TABLE {target.text} ... CLUSTER BY: liquid clustering is not "
+                "supported yet; use PARTITIONED BY"
+            )
+        elif p.at("LOCATION") or p.at("OPTIONS"):
             clause = p.tokens[p.pos].text.upper()
             raise DeltaUnsupportedOperationException(
                 f"CREATE TABLE {target.text} ... {clause}: not supported with a delta.`path` "
