@@ -8,7 +8,9 @@ to the last writer finishing. Process start-up and imports are not timed.
 
 * delta-pyspark: the writer writes the file with pyarrow, reads its footer for stats,
   loads the latest snapshot (``DeltaLog(path).snapshot()``) and commits one ``add``
-  through ``core.transaction.Transaction``. Spark is not involved: this measures the
+  through ``core.transaction.Transaction``, on the process's cached log handle
+  (``DeltaLog.for_table``: each snapshot reads only the commits after the cached one, as
+  every write path of the package does). Spark is not involved: this measures the
   transaction layer (log replay, put-if-absent, conflict check and retry, post-commit
   checksum and checkpoint).
 * deltalake: ``write_deltalake(path, table, mode="append")`` per commit (it too loads
@@ -82,7 +84,7 @@ def _ours(root: str, writer: int, commits: int) -> int:
     from delta_pyspark.core.stats_collection import collect_parquet_stats
     from delta_pyspark.core.transaction import Transaction
 
-    log = DeltaLog(root)
+    log = DeltaLog.for_table(root)  # the process's cached handle, as every write path uses
     retries = 0
     for seq in range(commits):
         table = _small_table(writer, seq)
