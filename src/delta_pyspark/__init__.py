@@ -24,3 +24,21 @@ def scan_report(df: Any) -> Any:
     from delta_pyspark.spark import planner
 
     return planner.scan_report(df)
+
+
+def use_catalog(
+    spark: Any, url: str | None, warehouse: str | None = None, allow_maintenance: bool = False
+) -> Any:
+    """Attach the process to a catalog of catalog-managed tables (``sqlite:///...`` or
+    ``postgresql://...``; None detaches): its tables get names in ``spark`` and every read
+    and write of them goes through it. Returns the core's ``Catalog``."""
+    from delta_pyspark.spark.managed_catalog import use_catalog as attach
+
+    return attach(spark, url, warehouse, allow_maintenance)
+
+
+def sync_catalog(spark: Any) -> list[str]:
+    """Give ``spark`` names for the attached catalog's tables made since; returns them."""
+    from delta_pyspark.spark.managed_catalog import sync_catalog as sync
+
+    return sync(spark)

@@ -82,8 +82,10 @@ def _enable(spark: SparkSession) -> bool:
     if not planner.enable(spark):
         return False
     from delta_pyspark import sql  # the API module over ``tables``, which imports this one
+    from delta_pyspark.spark.managed_catalog import attach_from_conf
 
     sql.enable(spark)
+    attach_from_conf(spark)
     return True
 
 

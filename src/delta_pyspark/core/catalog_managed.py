@@ -32,12 +32,13 @@ from delta_pyspark.core.commit_coordinator import (
     RatifiedCommits,
     staged_commit_name,
 )
-from delta_pyspark.core.delta_log import DeltaLog
+from delta_pyspark.core.delta_log import DeltaLog, normalise_root
 from delta_pyspark.core.log_segment import commit_name, log_dir_of
-from delta_pyspark.core.log_store import LogStore, log_store_for
+from delta_pyspark.core.log_store import LogStore, log_store_for, to_local_path
 from delta_pyspark.core.schema import parse_schema_string
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.table_features import protocol_for, with_features
+from delta_pyspark.core.table_properties import is_protocol_key
 from delta_pyspark.core.transaction import Transaction, create_table
 from delta_pyspark.exceptions import (
     CorruptLogError,
@@ -85,11 +86,13 @@ class CatalogCommitter(CommitCoordinator):
         store: LogStore,
         auto_publish: bool = True,
         registering: bool = False,
+        permits_maintenance: bool = False,
     ) -> None:
         self.backend = backend
         self.entry = entry
         self.store = store
         self.auto_publish = auto_publish
+        self.permits_maintenance = permits_maintenance
         self.log_dir = log_dir_of(entry.location)
         self.staged_dir = f"{self.log_dir}/{STAGED_COMMITS_DIR}"
         self._registering = registering
@@ -175,6 +178,8 @@ class Catalog:
     ``warehouse``: where managed tables live (default: next to a SQLite catalog file).
     ``store``: the log store for every table (default: by location scheme).
     ``auto_publish``: publish each commit right after it is ratified.
+    ``allow_maintenance``: this client may VACUUM, OPTIMIZE and REORG the catalog's tables
+    (the protocol prohibits it unless the catalog permits it).
     """
 
     def __init__(
@@ -183,11 +188,13 @@ class Catalog:
         warehouse: str | None = None,
         store: LogStore | None = None,
         auto_publish: bool = True,
+        allow_maintenance: bool = False,
     ) -> None:
         self.backend = backend
         self.warehouse = warehouse
         self.store = store
         self.auto_publish = auto_publish
+        self.allow_maintenance = allow_maintenance
 
     @classmethod
     def open(
@@ -196,11 +203,12 @@ class Catalog:
         warehouse: str | None = None,
         store: LogStore | None = None,
         auto_publish: bool = True,
+        allow_maintenance: bool = False,
     ) -> Catalog:
         backend = open_backend(url)
         if warehouse is None and hasattr(backend, "path"):
             warehouse = os.path.dirname(str(backend.path))
-        return cls(backend, warehouse, store, auto_publish)
+        return cls(backend, warehouse, store, auto_publish, allow_maintenance)
 
     def close(self) -> None:
         self.backend.close()
@@ -283,6 +291,8 @@ class Catalog:
         conf[ICT_PROPERTY] = "true"
         schema = parse_schema_string(schema_string)
         protocol = with_features(protocol_for(schema, conf), {CATALOG_MANAGED, "inCommitTimestamp"})
+        # feature requests and protocol versions shape the protocol, never the configuration
+        conf = {k: v for k, v in conf.items() if not is_protocol_key(k)}
         entry = TableEntry.new(name, location, managed, True)
         committer = CatalogCommitter(
             self.backend, entry, store, self.auto_publish, registering=True
@@ -325,8 +335,21 @@ class Catalog:
                 f"table {name!r} is not catalog-managed: its commits are not the catalog's"
             )
         return CatalogCommitter(
-            self.backend, entry, self._store_for(entry.location), self.auto_publish
+            self.backend,
+            entry,
+            self._store_for(entry.location),
+            self.auto_publish,
+            permits_maintenance=self.allow_maintenance,
         )
+
+    def coordinator_for(self, location: str) -> CatalogCommitter | None:
+        """The committer of the catalog-managed table at ``location`` (None: none there), for
+        ``delta_log.set_coordinator_resolver``."""
+        root = normalise_root(to_local_path(location))
+        for entry in self.tables():
+            if entry.catalog_managed and normalise_root(to_local_path(entry.location)) == root:
+                return self.committer(entry.name)
+        return None
 
     def delta_log(self, name: str) -> DeltaLog:
         """The table's log handle; catalog-managed tables commit and read via the catalog."""

@@ -13,6 +13,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 from delta_pyspark.core.log_store import FileStatus
+from delta_pyspark.exceptions import DeltaUnsupportedOperationException
 
 STAGED_COMMITS_DIR = "_staged_commits"
 
@@ -38,6 +39,10 @@ class CommitCoordinator(ABC):
     features: frozenset[str] = frozenset({"catalogManaged"})
     """Table features this access path implements (checked by readers and writers)."""
 
+    permits_maintenance: bool = False
+    """Whether the managing catalog lets this client run VACUUM, OPTIMIZE, REORG and log
+    cleanup (PROTOCOL.md: prohibited unless the catalog explicitly permits them)."""
+
     @abstractmethod
     def ratified_commits(self, start: int = 0, end: int | None = None) -> RatifiedCommits:
         """Ratified, unpublished commits in ``[start, end]`` and the latest ratified version."""
@@ -46,3 +51,14 @@ class CommitCoordinator(ABC):
     def commit(self, version: int, data: bytes) -> None:
         """Make ``data`` version ``version`` or raise ``FileAlreadyExistsError`` when another
         commit won it (the same contract as put-if-absent, so retries work unchanged)."""
+
+
+def check_maintenance(coordinator: CommitCoordinator | None, table: str, operation: str) -> None:
+    """Refuse ``operation`` (VACUUM, OPTIMIZE, ...) on a table whose managing catalog has not
+    permitted this client to maintain it; filesystem tables (no coordinator) always may."""
+    if coordinator is not None and not coordinator.permits_maintenance:
+        raise DeltaUnsupportedOperationException(
+            f"{operation} on {table}: the table is catalog-managed and its catalog does not "
+            "permit this client to run maintenance operations (open the catalog with "
+            "allow_maintenance=True, or spark.delta_pyspark.catalog.allowMaintenance=true)"
+        )

@@ -18,7 +18,7 @@ import json
 import os
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlparse
@@ -421,13 +421,16 @@ class _LogCache:
         self._bytes: dict[_CacheKey, int] = {}
         self.max_tables: int | None = None  # None: environment variable or default
         self.max_bytes: int | None = None
+        # Which coordinator a new handle commits through (None: the filesystem).
+        self.coordinators: Callable[[str], CommitCoordinator | None] | None = None
 
     def handle(self, table_root: str, store: LogStore | None) -> DeltaLog:
         key = (normalise_root(table_root), store)
         with self._lock:
             log = self._logs.get(key)
             if log is None:
-                log = DeltaLog(key[0], store)
+                coordinator = self.coordinators(key[0]) if self.coordinators else None
+                log = DeltaLog(key[0], store, coordinator)
                 log._key = key
                 self._logs[key] = log
             self._logs.move_to_end(key)
@@ -524,6 +527,15 @@ def configure_log_cache(max_tables: int | None = None, max_bytes: int | None = N
 
 def log_cache_info() -> LogCacheInfo:
     return _CACHE.info()
+
+
+def set_coordinator_resolver(resolver: Callable[[str], CommitCoordinator | None] | None) -> None:
+    """Let ``resolver`` name the commit coordinator of each table root a shared handle is made
+    for (a catalog that manages the table's commits), so every entry point of the process
+    reads and commits through it; None: back to the filesystem. Cached handles are dropped."""
+    with _CACHE._lock:
+        _CACHE.coordinators = resolver
+    _CACHE.clear()
 
 
 def clear_log_cache() -> None:

@@ -73,6 +73,9 @@ def auto_compact(
     """Compact what the write that added ``adds`` fragmented; None when nothing ran."""
     if not adds or not auto_compact_enabled(spark, configuration):
         return None
+    coordinator = delta_log.coordinator
+    if coordinator is not None and not coordinator.permits_maintenance:
+        return None  # the table's catalog has not permitted OPTIMIZE to this client
     try:
         return _compact(spark, delta_log, adds)
     except Exception as e:  # the write itself committed: never fail it

@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_pyspark.core.actions import remove_actions
+from delta_pyspark.core.commit_coordinator import check_maintenance
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.expression_parser import parse_predicate
 from delta_pyspark.core.expressions import Unknown, and_all, columns_of, walk
@@ -249,6 +250,7 @@ def run_optimize(
     from delta_pyspark.spark.bin_writer import write_bins
     from delta_pyspark.spark.zorder import resolve_zorder_columns, write_zordered
 
+    check_maintenance(log.coordinator, log.table_root, "REORG" if spec.purge else "OPTIMIZE")
     start_ms = int(time.time() * 1000)
     snapshot = snapshot or log.snapshot()
     files = select_partitions(spark, snapshot, spec.predicates)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from delta_pyspark.core.commit_coordinator import check_maintenance
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.vacuum import RETENTION_CHECK_CONF, TRUST_DAMAGED_LOG_CONF, vacuum
 
@@ -39,6 +40,7 @@ def execute_vacuum(
     """
     from pyspark.sql.types import StringType, StructField, StructType
 
+    check_maintenance(log.coordinator, log.table_root, "VACUUM")
     # Deleting is file-system I/O: threads by default, one at a time if turned off.
     parallel = str(spark.conf.get(PARALLEL_DELETE_ENABLED_CONF, "true")).lower() != "false"
     parallelism = int(spark.conf.get(PARALLEL_DELETE_CONF, "8")) if parallel else 1

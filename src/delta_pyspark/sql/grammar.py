@@ -41,6 +41,7 @@ _STARTS: tuple[tuple[tuple[str, ...], Callable[[StatementParser], Statement | No
     (("REORG",), table_commands.reorg),
     (("ALTER", "TABLE"), alter.alter),
     (("SHOW", "TBLPROPERTIES"), table_commands.show_properties),
+    (("DROP", "TABLE"), table_commands.drop),
 )
 
 

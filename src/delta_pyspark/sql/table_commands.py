@@ -10,8 +10,9 @@ from delta_pyspark.core.restore import METRIC_COLUMNS
 from delta_pyspark.exceptions import (
     DeltaUnsupportedOperationException,
 )
+from delta_pyspark.spark.managed_catalog import catalog_table_name, drop_catalog_table
 from delta_pyspark.spark.optimize import METRICS_DDL
-from delta_pyspark.sql.create_path import create_table
+from delta_pyspark.sql.create_table import asks_catalog_managed, create_table
 from delta_pyspark.sql.statement import Statement, as_of, where
 from delta_pyspark.sql.text import (
     StatementParser,
@@ -32,6 +33,23 @@ _CLONE_COLUMNS = (
 
 
 _CLONE_DDL = ", ".join(f"{column} long" for _, column in _CLONE_COLUMNS)
+
+
+def drop(p: StatementParser) -> Statement | None:
+    """DROP TABLE of a table of the attached catalog (out of both catalogs); None for any
+    other table (Spark's)."""
+    p.accept("IF", "EXISTS")  # moot: the catalog has the table, or the statement is Spark's
+    target = p.table()
+    p.accept("PURGE")
+    p.end()
+    name = catalog_table_name(target.parts)
+    if name is None:
+        return None
+
+    def run(spark: SparkSession, _path: str) -> None:
+        drop_catalog_table(spark, name)
+
+    return Statement("DROP TABLE", None, "", run)
 
 
 def describe(p: StatementParser) -> Statement | None:
@@ -159,7 +177,7 @@ def create(p: StatementParser) -> Statement | None:
     elif p.accept("DEEP"):
         shallow = False
     if not p.accept("CLONE"):
-        if target.delta_path is not None and not replace:
+        if not replace and (target.delta_path is not None or asks_catalog_managed(p)):
             return create_table(p, target, if_not_exists)
         return None  # CREATE TABLE ... USING / AS SELECT by name: Spark's
     source = p.table()

@@ -119,9 +119,13 @@ public final class DeltaSqlParser implements ParserInterface {
     if (first.equals("SHOW")) {
       return second.equals("TBLPROPERTIES");
     }
-    if (first.equals("CREATE")) { // a clone, or a table at a delta.`path`
+    if (first.equals("CREATE")) { // a clone, a table at a delta.`path`, a catalog-managed one
       String upper = sql.toUpperCase(Locale.ROOT);
-      return upper.contains("CLONE") || upper.contains("DELTA.`");
+      return upper.contains("CLONE") || upper.contains("DELTA.`")
+          || upper.contains("CATALOGMANAGED");
+    }
+    if (first.equals("DROP")) { // a table of the attached catalog
+      return second.equals("TABLE");
     }
     return false;
   }
