@@ -188,3 +188,30 @@ def test_delta_rs_tables_read_as_deltalake_reads_them(
     shutil.copytree(testdata / "delta-rs" / name, path)
     mine, theirs = _differences(spark, str(path), start, timestamps=name == "cdc_ict_table")
     assert mine == theirs and mine
+
+
+def test_table_changes_in_sql(spark: Any, tmp_path: Path) -> None:
+    from pyspark.errors import AnalysisException
+
+    path = str(tmp_path / "t")
+    _table(spark, path, dv=False, partitioned=True)
+    DeltaTable.forPath(spark, path).update("id = 1", {"v": "'x'"})
+    spark.sql("DROP TABLE IF EXISTS cdf_sql")
+    spark.sql(f"CREATE TABLE cdf_sql USING delta LOCATION '{path}'")
+    try:
+        by_path = spark.sql(f"SELECT * FROM table_changes_by_path('{path}', 1)")
+        assert sorted(tuple(r) for r in by_path.select(*COLUMNS).collect()) == [
+            (1, "a", "p", "update_preimage", 1),
+            (1, "a", "x", "update_postimage", 1),
+        ]
+        by_name = spark.sql(
+            "SELECT c.id, _change_type FROM table_changes('cdf_sql', 0, 0) AS c WHERE c.id > 2"
+        )
+        assert sorted(tuple(r) for r in by_name.collect()) == [(3, "insert"), (4, "insert")]
+        stamp = DeltaTable.forPath(spark, path).history().collect()[0].timestamp
+        since = spark.sql(f"SELECT count(*) FROM table_changes('default.cdf_sql', '{stamp}')")
+        assert since.first()[0] == 2
+        with pytest.raises(AnalysisException, match="not a Delta table"):
+            spark.sql("SELECT * FROM table_changes('no_such_table', 0)")
+    finally:
+        spark.sql("DROP TABLE IF EXISTS cdf_sql")
