@@ -23,7 +23,6 @@ from typing import Any
 import pyarrow.parquet as pq
 from pyroaring import BitMap64
 
-from delta_pyspark.core import table_properties as props
 from delta_pyspark.core.actions import Metadata
 from delta_pyspark.core.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
 from delta_pyspark.core.delta_log import DeltaLog
@@ -200,7 +199,7 @@ def change_files(log: DeltaLog, versions: ChangeRange) -> list[ChangeFile]:
         if actions.metadata is not None:
             _check_recorded(actions.metadata, version, versions)
             metadata = actions.metadata
-        timestamp = _commit_timestamp(actions, metadata, status.modification_time, previous)
+        timestamp = commit_timestamp(actions, status.modification_time, previous)
         previous = timestamp
         out += version_changes(actions, version, timestamp)
     return out
@@ -217,13 +216,12 @@ def _check_recorded(metadata: Metadata, version: int, versions: ChangeRange) -> 
         )
 
 
-def _commit_timestamp(
-    actions: CommitActions, metadata: Metadata, modification_time: int, previous: int
-) -> int:
-    """In-commit timestamp when the table has them, else the commit file's modification
-    time made strictly increasing (as ``DeltaLog.commit_records`` and delta-spark do)."""
+def commit_timestamp(actions: CommitActions, modification_time: int, previous: int) -> int:
+    """The commit's in-commit timestamp (written only when the table has them on), else
+    its file's modification time made strictly increasing after ``previous`` (as
+    ``DeltaLog.commit_records`` and delta-spark do)."""
     info = actions.commit_info or {}
-    if props.in_commit_timestamps(metadata.configuration) and "inCommitTimestamp" in info:
+    if "inCommitTimestamp" in info:
         return int(info["inCommitTimestamp"])
     return max(modification_time, previous + 1)
 

@@ -275,7 +275,11 @@ class DeltaTables:
         try:
             spark = python_session(session)
             opts = _options(options)
-            df = change_feed.read_change_feed(spark, to_local_path(path), opts, timeZone)
+            if streaming.END_OPTION in opts:  # a micro-batch of a change feed stream
+                snapshot, files = streaming.change_batch(to_local_path(path), opts)
+                df = change_feed.changes_frame(spark, snapshot, files)
+            else:
+                df = change_feed.read_change_feed(spark, to_local_path(path), opts, timeZone)
             return java_frame(df)
         except Exception as e:
             return _answer_error(e)
