@@ -215,3 +215,17 @@ def test_table_changes_in_sql(spark: Any, tmp_path: Path) -> None:
             spark.sql("SELECT * FROM table_changes('no_such_table', 0)")
     finally:
         spark.sql("DROP TABLE IF EXISTS cdf_sql")
+
+
+def test_replace_where_on_data_columns_records_its_changes(spark: Any, tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    _table(spark, path, dv=False, partitioned=False)
+    new = spark.createDataFrame([(2, "a", "q2")], "id long, part string, v string")
+    new.write.format("delta").mode("overwrite").option("replaceWhere", "id = 2").save(path)
+    assert changes(spark, path, 1) == [(2, "a", "q", "delete", 1), (2, "a", "q2", "insert", 1)]
+    assert sorted(tuple(r) for r in spark.read.format("delta").load(path).collect()) == [
+        (1, "a", "p"),
+        (2, "a", "q2"),
+        (3, "b", "r"),
+        (4, "b", "s"),
+    ]

@@ -91,7 +91,7 @@ def batch_files(path: str, options: dict[str, str]) -> tuple[Snapshot, pa.Table]
     """The snapshot a micro-batch's relation describes (the table at the batch's last
     version) and the batch's files, in the layout of ``Snapshot.files``."""
     snapshot, adds = _batch(path, options)
-    return snapshot, _files_table(adds, snapshot.files.schema)
+    return snapshot, files_table(adds, snapshot.files.schema)
 
 
 def change_batch(path: str, options: dict[str, str]) -> tuple[Snapshot, list[ChangeFile]]:
@@ -101,7 +101,8 @@ def change_batch(path: str, options: dict[str, str]) -> tuple[Snapshot, list[Cha
     return snapshot, [item["change"] for item in items]
 
 
-def _files_table(adds: list[dict[str, Any]], layout: pa.Schema) -> pa.Table:
+def files_table(adds: list[dict[str, Any]], layout: pa.Schema) -> pa.Table:
+    """Add actions as a file list ``scan.read_files`` reads (``layout``: a snapshot's)."""
     fields = [layout.field(name) for name in ("path", "size", "modificationTime")]
     fields += [layout.field("partitionValues"), layout.field("deletionVector")]
     rows = [
