@@ -179,3 +179,32 @@ def test_in_commit_timestamps_are_the_commit_timestamps(testdata: Path, tmp_path
         info = next(json.loads(x)["commitInfo"] for x in text.splitlines() if "commitInfo" in x)
         assert f.timestamp == info["inCommitTimestamp"]
     assert {f.version for f in files} == {1, 2, 3}
+
+
+def test_change_feed_streams_deliver_change_files(tmp_path: Path) -> None:
+    from delta_pyspark.core.stream_source import StreamOptions, StreamSource
+
+    log = _table(tmp_path / "on")
+    append(log, add("f1"))  # v1
+    txn = Transaction(log, log.snapshot())
+    txn.remove_files([remove(add("f1"))])
+    txn.add_files([add("f2")])
+    txn.add_cdc_files([CDC])
+    txn.commit("UPDATE", {})  # v2
+
+    def delivered(log: DeltaLog, options: dict[str, str]) -> list[tuple[int, str, str | None]]:
+        parsed = StreamOptions.parse({"readChangeFeed": "true", **options}, log)
+        source = StreamSource(log, parsed, log.snapshot().metadata.schema_string)
+        items = source.files_after(source.initial_offset(), None)
+        return [(i.version, i.add["change"].path, i.add["change"].change_type) for i in items]
+
+    assert delivered(log, {}) == [(2, "part=a/f2.parquet", "insert")]  # the snapshot's files
+    assert delivered(log, {"startingVersion": "1"}) == [
+        (1, "part=a/f1.parquet", "insert"),
+        (2, CDC["path"], None),
+    ]
+    off = _table(tmp_path / "off", cdf=False)
+    with pytest.raises(ChangeDataNotRecordedError):
+        delivered(off, {})
+    with pytest.raises(ChangeDataNotRecordedError):
+        delivered(off, {"startingVersion": "0"})

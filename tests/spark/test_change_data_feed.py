@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from delta_pyspark.core.delta_log import DeltaLog
+from delta_pyspark.core.table_features import supports
 from delta_pyspark.exceptions import (
     ChangeDataNotRecordedError,
     ChangeDataStartAfterLatestError,
@@ -108,6 +110,7 @@ def test_range_errors_are_typed(spark: Any, tmp_path: Path) -> None:
     spark.range(2).write.format("delta").save(path)  # v0 without the feed
     spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES (delta.enableChangeDataFeed = true)")
     spark.range(2, 3).write.format("delta").mode("append").save(path)  # v2
+    assert supports(DeltaLog(path).snapshot().protocol, "changeDataFeed")  # writer version 4
     assert [r.id for r in feed(spark, path, startingVersion=1).collect()] == [2]
     with pytest.raises(ChangeDataNotRecordedError, match=r"not\s+recorded for version \[0\]") as e:
         feed(spark, path, startingVersion=0)
@@ -213,6 +216,8 @@ def test_table_changes_in_sql(spark: Any, tmp_path: Path) -> None:
         assert since.first()[0] == 2
         with pytest.raises(AnalysisException, match="not a Delta table"):
             spark.sql("SELECT * FROM table_changes('no_such_table', 0)")
+        reader = spark.read.option("readChangeFeed", "true").option("startingVersion", 1)
+        assert reader.table("cdf_sql").count() == 2  # by name through the catalog
     finally:
         spark.sql("DROP TABLE IF EXISTS cdf_sql")
 

@@ -61,6 +61,9 @@ def _table(spark: Any, path: str, dv: bool, partitioned: bool = True) -> None:
 def test_update_writes_pre_and_post_images(spark: Any, tmp_path: Path, dv: bool) -> None:
     path = str(tmp_path / "t")
     _table(spark, path, dv)
+    protocol = next(a["protocol"] for a in commit(path, 0) if "protocol" in a)
+    assert protocol["minWriterVersion"] >= 4  # changeDataFeed (legacy version 4, or 7 + feature)
+    assert protocol["minWriterVersion"] < 7 or "changeDataFeed" in protocol["writerFeatures"]
     DeltaTable.forPath(spark, path).update("id = 1", {"id": "10"})
     assert cdc_rows(path, 1) == rows((1, "a", "update_preimage"), (10, "a", "update_postimage"))
     paths = [a["cdc"]["path"] for a in commit(path, 1) if "cdc" in a]

@@ -189,7 +189,7 @@ def change_files(log: DeltaLog, versions: ChangeRange) -> list[ChangeFile]:
     if versions.start > versions.end:
         return []
     metadata = log.snapshot(versions.start).metadata
-    _check_recorded(metadata, versions.start, versions)
+    check_recorded(metadata, versions.start, versions)
     out: list[ChangeFile] = []
     previous = -1
     for version, status in log.commit_files(versions.start):
@@ -197,7 +197,7 @@ def change_files(log: DeltaLog, versions: ChangeRange) -> list[ChangeFile]:
             break
         actions = parse_actions(log.store.read(status.path), status.path)
         if actions.metadata is not None:
-            _check_recorded(actions.metadata, version, versions)
+            check_recorded(actions.metadata, version, versions)
             metadata = actions.metadata
         timestamp = commit_timestamp(actions, status.modification_time, previous)
         previous = timestamp
@@ -205,7 +205,8 @@ def change_files(log: DeltaLog, versions: ChangeRange) -> list[ChangeFile]:
     return out
 
 
-def _check_recorded(metadata: Metadata, version: int, versions: ChangeRange) -> None:
+def check_recorded(metadata: Metadata, version: int, versions: ChangeRange) -> None:
+    """Fail when ``metadata`` (of ``version``) does not record change data."""
     if not cdf_enabled(metadata.configuration):
         raise ChangeDataNotRecordedError(
             f"Error getting change data for range [{versions.start} , {versions.end}] as "

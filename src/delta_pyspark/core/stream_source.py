@@ -26,6 +26,8 @@ import pyarrow.compute as pc
 from delta_pyspark.core.change_data import (
     INSERT,
     ChangeFile,
+    ChangeRange,
+    check_recorded,
     commit_timestamp,
     is_change_feed_read,
     version_changes,
@@ -198,6 +200,10 @@ class StreamSource:
         if offset.is_starting_version:
             snapshot = self.log.snapshot(offset.version)
             self._check_schema(snapshot.metadata.schema_string, offset.version)
+            if self.options.change_feed:
+                check_recorded(
+                    snapshot.metadata, offset.version, ChangeRange(offset.version, offset.version)
+                )
             for index, add in enumerate(_ordered(snapshot)):
                 if index > offset.index:
                     yield IndexedFile(offset.version, index, True, self._initial(add, snapshot))
@@ -244,6 +250,8 @@ class StreamSource:
         if actions.metadata is not None:
             self._check_schema(actions.metadata.schema_string, version)
         if self.options.change_feed:
+            if actions.metadata is not None:  # the feed must stay on
+                check_recorded(actions.metadata, version, ChangeRange(version, version))
             return [
                 {"size": c.size, "change": c} for c in version_changes(actions, version, timestamp)
             ]
