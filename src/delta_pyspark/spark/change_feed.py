@@ -28,6 +28,7 @@ from delta_pyspark.core.change_data import (
     change_files,
     resolve_range,
 )
+from delta_pyspark.core.column_mapping import column_mapping_mode, to_physical_schema
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.log_store import log_store_for
 from delta_pyspark.core.schema import LONG, STRING, TIMESTAMP, StructField, StructType
@@ -49,9 +50,13 @@ EXTRA_FIELDS = (
 def read_change_feed(
     spark: SparkSession, path: str, options: dict[str, str], time_zone: str
 ) -> DataFrame:
-    """The changes of the versions ``options`` name (see ``change_data.resolve_range``):
-    the table's columns (as of the last version read), then ``_change_type``,
-    ``_commit_version`` and ``_commit_timestamp``."""
+    """The changes of the versions ``options`` name (see ``change_data.resolve_range``), or
+    of a change feed stream's micro-batch: the table's columns (as of the last version
+    read), then ``_change_type``, ``_commit_version`` and ``_commit_timestamp``."""
+    from delta_pyspark.spark import streaming
+
+    if streaming.END_OPTION in options:
+        return changes_frame(spark, *streaming.change_batch(path, options))
     log = DeltaLog.for_table(path)
     versions = resolve_range(log, options, ZoneInfo(time_zone))
     files = change_files(log, versions)
@@ -121,6 +126,21 @@ def _timestamp_text(ms: int) -> str:
     """A timestamp partition value Spark casts exactly, whatever the session's zone."""
     text = datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
     return text + "Z"
+
+
+def relation_schemas(snapshot: Snapshot, in_files: bool) -> tuple[StructType, StructType, str]:
+    """A change files relation's data schema (the table's, and ``_change_type`` when the
+    files hold it), partition schema (the table's partition columns and the extra ones)
+    and, under column mapping, the physical data schema's JSON (else "")."""
+    schema = snapshot.schema
+    data = StructType((*schema.fields, EXTRA_FIELDS[0])) if in_files else schema
+    parts = (*(schema.field(c) for c in snapshot.partition_columns), *extra_fields(in_files))
+    mode = column_mapping_mode(snapshot.configuration)
+    physical = ""
+    if mode != "none":
+        mapped = to_physical_schema(schema, mode)
+        physical = StructType(mapped.fields + data.fields[len(schema.fields) :]).to_json()
+    return data, StructType(parts), physical
 
 
 def extra_fields(in_files: bool) -> tuple[StructField, ...]:

@@ -191,27 +191,14 @@ class DeltaTables:
     def _open_changes(self, token: str) -> str:
         with self._lock:
             snapshot, files, in_files = self._changes.pop(token)
-        schema = snapshot.schema
-        extra = change_feed.extra_fields(in_files)
-        data = StructType((*schema.fields, change_feed.EXTRA_FIELDS[0])) if in_files else schema
-        mode = column_mapping_mode(snapshot.configuration)
-        physical = ""
-        if mode != "none":
-            mapped = to_physical_schema(schema, mode)
-            physical = StructType(mapped.fields + data.fields[len(schema.fields) :]).to_json()
+        data, parts, physical = change_feed.relation_schemas(snapshot, in_files)
         table_id = str(next(self._ids))
-        relation = _Relation(
-            snapshot.table_root,
-            snapshot.version,
-            schema,
-            snapshot.partition_columns,
-            _has_vectors(files),
-            fixed=files,
-            extra=tuple(f.name for f in extra),
+        extra = tuple(f.name for f in change_feed.extra_fields(in_files))
+        vectors = _has_vectors(files)
+        self._relations[table_id] = _Relation(
+            snapshot.table_root, snapshot.version, snapshot.schema, [], vectors, None, files, extra
         )
-        self._relations[table_id] = relation
-        parts = StructType((*(schema.field(c) for c in snapshot.partition_columns), *extra))
-        return _opened(table_id, snapshot, data, parts, relation.vectors, physical)
+        return _opened(table_id, snapshot, data, parts, vectors, physical)
 
     def open(self, path: str, options: str, timeZone: str) -> str:
         try:
@@ -275,12 +262,9 @@ class DeltaTables:
         try:
             spark = python_session(session)
             opts = _options(options)
-            if streaming.END_OPTION in opts:  # a micro-batch of a change feed stream
-                snapshot, files = streaming.change_batch(to_local_path(path), opts)
-                df = change_feed.changes_frame(spark, snapshot, files)
-            else:
-                df = change_feed.read_change_feed(spark, to_local_path(path), opts, timeZone)
-            return java_frame(df)
+            return java_frame(
+                change_feed.read_change_feed(spark, to_local_path(path), opts, timeZone)
+            )
         except Exception as e:
             return _answer_error(e)
 
