@@ -137,3 +137,27 @@ class ConcurrentTransactionException(DeltaConcurrentModificationException):
     """Two writers used the same application transaction id concurrently."""
 
     error_class = "DELTA_CONCURRENT_TRANSACTION"
+
+
+class ChangeDataNotRecordedError(DeltaAnalysisException):
+    """A change data feed read covers a version written without the change data feed on."""
+
+    error_class = "DELTA_MISSING_CHANGE_DATA"
+
+
+class NoChangeDataStartError(DeltaAnalysisException):
+    """A change data feed read with neither ``startingVersion`` nor ``startingTimestamp``."""
+
+    error_class = "DELTA_NO_START_FOR_CDC_READ"
+
+
+class InvalidChangeDataRangeError(DeltaIllegalArgumentException):
+    """A change data feed range whose end comes before its start."""
+
+    error_class = "DELTA_INVALID_CDC_RANGE"
+
+
+class ChangeDataStartAfterLatestError(DeltaIllegalArgumentException):
+    """A change data feed read starting after the table's latest version."""
+
+    error_class = "DELTA_CDC_START_VERSION_AFTER_LATEST"

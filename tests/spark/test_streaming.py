@@ -292,5 +292,5 @@ def test_bad_stream_options_are_refused(spark: Any, tmp_path: Path, run: Any) ->
     spark.range(2).write.format("delta").save(src)
     with pytest.raises(DeltaIllegalArgumentException, match="maxFilesPerTrigger must be a"):
         run(src, str(tmp_path / "dst"), maxFilesPerTrigger="0")  # refused as it is read
-    with pytest.raises(DeltaUnsupportedOperationException, match="readchangefeed"):
-        run(src, str(tmp_path / "dst2"), checkpoint="cp2", readChangeFeed="true")
+    with pytest.raises(DeltaUnsupportedOperationException, match="startingtimestamp"):
+        run(src, str(tmp_path / "dst2"), checkpoint="cp2", startingTimestamp="2024-01-01")

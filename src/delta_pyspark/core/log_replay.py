@@ -25,16 +25,9 @@ from delta_pyspark.core.actions import (
     file_actions_to_arrow,
 )
 from delta_pyspark.core.arrow_buffers import combined, empty_table, int64_array
-
-# The names imported "as" themselves are re-exported for ``transaction.py`` and
-# ``stream_source.py``, which are being changed on
-# other branches: move their imports to the modules named here, then drop the re-exports.
-from delta_pyspark.core.commit_actions import CommitActions as CommitActions
-from delta_pyspark.core.commit_actions import parse_actions as parse_actions
+from delta_pyspark.core.commit_actions import CommitActions
 from delta_pyspark.core.commit_batch import CommitBatch
-from delta_pyspark.core.logical_files import KEY_COLUMN, with_keys
-from delta_pyspark.core.logical_files import action_key as action_key
-from delta_pyspark.core.logical_files import file_keys as file_keys
+from delta_pyspark.core.logical_files import KEY_COLUMN, action_key, with_keys
 
 # What a state holds besides its files: protocol, metadata, transactions, domains, commitInfo.
 _Others = tuple[

@@ -23,8 +23,17 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from delta_pyspark.core.change_data import (
+    INSERT,
+    ChangeFile,
+    ChangeRange,
+    check_recorded,
+    commit_timestamp,
+    is_change_feed_read,
+    version_changes,
+)
+from delta_pyspark.core.commit_actions import CommitActions, parse_actions
 from delta_pyspark.core.delta_log import DeltaLog
-from delta_pyspark.core.log_replay import CommitActions
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.exceptions import (
     DeltaIllegalArgumentException,
@@ -85,11 +94,12 @@ class StreamOptions:
     ignore_deletes: bool = False
     ignore_changes: bool = False
     skip_change_commits: bool = False
+    change_feed: bool = False  # ``readChangeFeed``: deliver change files (``ChangeFile``)
 
     @classmethod
     def parse(cls, options: Mapping[str, str], log: DeltaLog) -> StreamOptions:
         lowered = {k.lower(): v for k, v in options.items()}
-        for unsupported in ("readchangefeed", "readchangedata", "startingtimestamp"):
+        for unsupported in ("startingtimestamp",):
             if unsupported in lowered:
                 raise DeltaUnsupportedOperationException(
                     f"the Delta streaming source does not support option {unsupported} yet"
@@ -108,12 +118,14 @@ class StreamOptions:
             ignore_deletes=_flag(lowered.get("ignoredeletes")),
             ignore_changes=_flag(lowered.get("ignorechanges")),
             skip_change_commits=_flag(lowered.get("skipchangecommits")),
+            change_feed=is_change_feed_read(options),
         )
 
 
 @dataclass(frozen=True)
 class IndexedFile:
-    """One file a stream delivers, at its position."""
+    """One file a stream delivers, at its position (a change feed stream: ``add`` holds
+    its ``size`` and, under ``change``, its ``ChangeFile``)."""
 
     version: int
     index: int
@@ -188,23 +200,61 @@ class StreamSource:
         if offset.is_starting_version:
             snapshot = self.log.snapshot(offset.version)
             self._check_schema(snapshot.metadata.schema_string, offset.version)
+            if self.options.change_feed:
+                check_recorded(
+                    snapshot.metadata, offset.version, ChangeRange(offset.version, offset.version)
+                )
             for index, add in enumerate(_ordered(snapshot)):
                 if index > offset.index:
-                    yield IndexedFile(offset.version, index, True, add)
+                    yield IndexedFile(offset.version, index, True, self._initial(add, snapshot))
             version += 1
         first_index = offset.index if not offset.is_starting_version else -1
-        for found, actions in self.log.commits(version):
+        for found, actions, timestamp in self._commits(version):
             if end_version is not None and found > end_version:
                 break
             floor = first_index if found == offset.version else -1
-            for index, add in enumerate(self._delivered(actions, found)):
+            for index, add in enumerate(self._delivered(actions, found, timestamp)):
                 if index > floor:
                     yield IndexedFile(found, index, False, add)
 
-    def _delivered(self, actions: CommitActions, version: int) -> list[dict[str, Any]]:
-        """The adds of commit ``version`` a stream delivers, after the reader's options."""
+    def _commits(self, start: int) -> Iterator[tuple[int, CommitActions, int]]:
+        """Each commit from ``start`` on with its actions and its commit timestamp."""
+        previous = -1
+        for version, status in self.log.commit_files(start):
+            actions = parse_actions(self.log.store.read(status.path), status.path)
+            previous = commit_timestamp(actions, status.modification_time, previous)
+            yield version, actions, previous
+
+    def _initial(self, add: dict[str, Any], snapshot: Snapshot) -> dict[str, Any]:
+        """A file of the starting snapshot; a change feed stream delivers its live rows as
+        inserts of the snapshot's version."""
+        if not self.options.change_feed:
+            return add
+        change = ChangeFile(
+            add["path"],
+            dict(add.get("partitionValues") or []),
+            int(add["size"]),
+            int(add["modificationTime"]),
+            snapshot.version,
+            snapshot.timestamp,
+            INSERT,
+            vector=add.get("deletionVector"),
+        )
+        return {"size": change.size, "change": change}
+
+    def _delivered(
+        self, actions: CommitActions, version: int, timestamp: int
+    ) -> list[dict[str, Any]]:
+        """The adds of commit ``version`` a stream delivers, after the reader's options (a
+        change feed stream: its change files)."""
         if actions.metadata is not None:
             self._check_schema(actions.metadata.schema_string, version)
+        if self.options.change_feed:
+            if actions.metadata is not None:  # the feed must stay on
+                check_recorded(actions.metadata, version, ChangeRange(version, version))
+            return [
+                {"size": c.size, "change": c} for c in version_changes(actions, version, timestamp)
+            ]
         adds = [a for a in actions.adds if a.get("dataChange", True)]
         removes = [r for r in actions.removes if r.get("dataChange", True)]
         if not removes:

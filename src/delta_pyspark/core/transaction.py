@@ -28,6 +28,7 @@ from delta_pyspark.core.column_mapping import (
     with_column_mapping,
 )
 from delta_pyspark.core.commit import commit_info, encode_commit, post_commit
+from delta_pyspark.core.commit_actions import CommitActions, parse_actions
 from delta_pyspark.core.conflict_checker import (
     ConflictContext,
     IsolationLevel,
@@ -39,7 +40,7 @@ from delta_pyspark.core.conflict_checker import (
 from delta_pyspark.core.deletion_vectors import DeletionVectorWriter
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.expressions import Expr
-from delta_pyspark.core.log_replay import CommitActions, action_key, parse_actions
+from delta_pyspark.core.logical_files import action_key
 from delta_pyspark.core.row_deletion import FileRowDeletes, mark_rows_deleted, rebase
 from delta_pyspark.core.schema import parse_schema_string, to_arrow_schema
 from delta_pyspark.core.snapshot import Snapshot
@@ -47,14 +48,11 @@ from delta_pyspark.core.table_features import check_writable, features_in_use
 from delta_pyspark.exceptions import (
     DeltaAnalysisException,
     DeltaError,
-    DeltaUnsupportedOperationException,
     FileAlreadyExistsError,
     ProtocolChangedException,
 )
 
 DEFAULT_MAX_ATTEMPTS = 1000
-# Operations whose rewritten files a change data feed must describe with ``cdc`` actions.
-_CHANGE_DATA_OPERATIONS = frozenset({"DELETE", "UPDATE", "MERGE"})
 
 
 class Transaction:
@@ -117,7 +115,7 @@ class Transaction:
         if "_key" in files.column_names:
             self.reads.file_keys.update(files.column("_key").to_pylist())
         else:
-            from delta_pyspark.core.log_replay import file_keys
+            from delta_pyspark.core.logical_files import file_keys
 
             self.reads.file_keys.update(file_keys(files).to_pylist())
 
@@ -249,24 +247,6 @@ class Transaction:
                     f"partitioned by {sorted(parts)}"
                 )
 
-    def _check_change_data(self, operation: str) -> None:
-        """Refuse a DML commit that rewrites rows of a table with the change data feed on
-        but carries no ``cdc`` actions: readers would take every row of the rewritten files
-        as deleted and re-inserted. (Writing change data is not built yet; appends,
-        overwrites and whole-file deletes need none.)"""
-        if (
-            operation in _CHANGE_DATA_OPERATIONS
-            and not self._cdcs
-            and self.metadata.configuration.get("delta.enableChangeDataFeed", "").lower() == "true"
-            and any(a.get("dataChange", True) for a in self.added_files)
-        ):
-            raise DeltaUnsupportedOperationException(
-                f"{operation} on a table with delta.enableChangeDataFeed = true would have to "
-                "write change data, which delta-pyspark does not do yet: the table is "
-                "unchanged. Turn the change data feed off (ALTER TABLE ... SET TBLPROPERTIES "
-                "('delta.enableChangeDataFeed' = 'false')) to run it."
-            )
-
     def _actions(self, info: dict[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
         actions: list[tuple[str, Mapping[str, Any]]] = [("commitInfo", info)]
         if self._protocol is not None:
@@ -327,7 +307,6 @@ class Transaction:
         if self.committed_version is not None:
             raise DeltaError("transaction already committed")
         self._validate()
-        self._check_change_data(operation)
         self._isolation = self.isolation_level()
         self._operation = (operation, dict(parameters or {}), metrics, user_metadata)
         self.pending_version = self.read_version + 1

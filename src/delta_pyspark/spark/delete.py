@@ -13,12 +13,14 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from delta_pyspark.core.actions import remove_actions
+from delta_pyspark.core.change_data import DELETE
 from delta_pyspark.core.data_skipping import partition_filter_mask, split_partition_predicate
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.row_deletion import deletion_vectors_enabled, dv_metrics
 from delta_pyspark.core.schema import to_arrow_schema
 from delta_pyspark.core.transaction import Transaction
 from delta_pyspark.spark.auto_compact import commit_and_compact
+from delta_pyspark.spark.change_data import records_changes, with_change_type, write_changes
 from delta_pyspark.spark.conditions import as_column, condition_sql, table_predicate
 from delta_pyspark.spark.rewrite import (
     Rewrite,
@@ -28,7 +30,7 @@ from delta_pyspark.spark.rewrite import (
     rewrite_files,
     touched_files,
 )
-from delta_pyspark.spark.scan import prune_files, session_time_zone
+from delta_pyspark.spark.scan import prune_files, read_files, session_time_zone
 from delta_pyspark.spark.session_conf import user_metadata
 
 if TYPE_CHECKING:
@@ -101,6 +103,11 @@ def execute_delete(
     if deleted is not None:  # files without stats: unknown without reading them
         metrics["numDeletedRows"] = deleted
     metrics |= rewrite.metrics(start, scan_ms)
+    if not metadata_only and rewrite.removes and records_changes(txn):
+        gone = read_files(spark, snapshot, files).where(F.coalesce(cond, F.lit(False)))
+        metrics["numAddedChangeFiles"] = write_changes(
+            txn, snapshot, with_change_type(gone, DELETE)
+        )
     if rewrite.removes or rewrite.adds:
         txn.remove_files(rewrite.removes)
         txn.add_files(rewrite.adds)

@@ -44,6 +44,7 @@ import numpy as np
 import pyarrow.compute as pc
 
 from delta_pyspark.core.actions import remove_actions
+from delta_pyspark.core.change_data import CHANGE_TYPE, DELETE, INSERT, POSTIMAGE, PREIMAGE
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.expression_parser import parse_predicate
 from delta_pyspark.core.expressions import (
@@ -70,6 +71,7 @@ from delta_pyspark.core.transaction import Transaction
 from delta_pyspark.exceptions import DeltaAnalysisException, DeltaUnsupportedOperationException
 from delta_pyspark.spark import arguments
 from delta_pyspark.spark.auto_compact import commit_and_compact
+from delta_pyspark.spark.change_data import records_changes, with_change_type, write_changes
 from delta_pyspark.spark.conditions import (
     as_column,
     assigned_value,
@@ -104,6 +106,7 @@ _SOURCE_MARK = "__delta_merge_source"
 _TARGET_MARK = "__delta_merge_target"
 _ACTION = "__delta_merge_action"
 _MATCHED_ID = "__delta_merge_matched"
+_BEFORE = "__delta_merge_before_"
 COPY, DROP = -1, -2
 # A source "much smaller" than the target files: their rows outnumber its rows by this
 # factor. Then matched source ids for inserts (without phase 1 pairs) come from a
@@ -608,6 +611,9 @@ class MergeCommand:
         removes = rewritten + [d.remove for d in deletes if d.add is None]
         txn.add_files(adds)
         metrics = self._metrics(snapshot, touched, found.counts, adds, removes, scan_ms, start)
+        if (touched.num_rows or deletes) and records_changes(txn):
+            changes = self._changes(snapshot, schema, src, candidates, found, source.rows)
+            metrics["numTargetChangeFilesAdded"] = write_changes(txn, snapshot, changes, schema)
         if dv:
             metrics["numTargetRowsCopied"] = 0
             metrics["numTargetRowsInserted"] = (
@@ -716,6 +722,53 @@ class MergeCommand:
         codes = [i for i, c in self._codes() if c.action == "update"]
         updated = found.pairs.where(F.col(_ACTION).isin(codes))
         return updated.select(*[f"`{f.name}`" for f in schema.fields])
+
+    def _changes(
+        self,
+        snapshot: Snapshot,
+        schema: StructType,
+        src: DataFrame,
+        candidates: Any,
+        found: _Matches,
+        source_rows: int,
+    ) -> DataFrame:
+        """The change data of this merge: the old values of the target rows a clause
+        updates (``update_preimage``) or deletes (``delete``, once per target row), the
+        new values of updated rows (``update_postimage``) and the inserted rows."""
+        from pyspark.sql import functions as F
+
+        names = [f.name for f in schema.fields]
+        frames = []
+        files = files_by_uri(snapshot, candidates, sorted(found.touched_uris))
+        if files.num_rows:
+            tgt = self._target(snapshot, files, with_row_ids=found.multiple)
+            how = "left_outer" if self.by_source else "inner"
+            joined = self._join(tgt, src, as_column(self.condition), how)
+            action = self._action(tgt, src, src[_SOURCE_MARK].isNotNull(), include_inserts=False)
+            before = [
+                (tgt[f"`{f.name}`"] if f.name in tgt.columns else F.lit(None))
+                .cast(to_spark_type(f.type))
+                .alias(f"{_BEFORE}{i}")
+                for i, f in enumerate(schema.fields)
+            ]
+            ids = [tgt[FILE_PATH], tgt[ROW_INDEX]] if found.multiple else []
+            rows = joined.select(
+                action.alias(_ACTION), *self._values(tgt, src, schema), *before, *ids
+            )
+            updated = F.col(_ACTION).isin([i for i, c in self._codes() if c.action == "update"])
+            deleted = F.col(_ACTION).isin([i for i, c in self._codes() if c.action == "delete"])
+            old = rows.where(updated | deleted)
+            if found.multiple:  # several source rows deleting one target row: delete it once
+                old = old.dropDuplicates([FILE_PATH, ROW_INDEX])
+            kind = F.when(updated, F.lit(PREIMAGE)).otherwise(F.lit(DELETE))
+            previous = [F.col(f"{_BEFORE}{i}").alias(n) for i, n in enumerate(names)]
+            frames.append(old.select(*previous, kind.alias(CHANGE_TYPE)))
+            new = rows.where(updated).select(*[F.col(f"`{n}`") for n in names])
+            frames.append(with_change_type(new, POSTIMAGE))
+        if self.inserts:
+            new = self._unmatched(snapshot, src, source_rows, candidates, found)
+            frames.append(with_change_type(self._project(new, None, src, schema, None), INSERT))
+        return _union(frames)
 
     def _unchanged_rows(self, snapshot: Snapshot, touched: Any, found: _Matches) -> DataFrame:
         """The rows of the ``touched`` files no clause changed: the files read without the

@@ -56,9 +56,8 @@ from delta_pyspark.exceptions import (
     DeltaIllegalArgumentException,
     DeltaPlannerUnsupportedError,
     DeltaSchemaChangedError,
-    DeltaUnsupportedOperationException,
 )
-from delta_pyspark.spark import streaming
+from delta_pyspark.spark import change_feed, streaming
 from delta_pyspark.spark.integration import (
     classic_session,
     convert_errors,
@@ -103,16 +102,6 @@ def time_travel(
     return path, version, ts
 
 
-def _refuse_change_feed(options: dict[str, str]) -> None:
-    """``readChangeFeed`` is not built yet: refused, where ignoring it would return the
-    table's rows as if they were its changes."""
-    for key, value in options.items():
-        if key.lower() in ("readchangefeed", "readchangedata") and value.lower() == "true":
-            raise DeltaUnsupportedOperationException(
-                f"option {key} (the change data feed) is not supported by delta-pyspark yet"
-            )
-
-
 def check_files_exist(snapshot: Snapshot) -> None:
     """Raise ``DeltaFileNotFoundError`` when a file of ``snapshot`` is gone from storage.
 
@@ -137,7 +126,9 @@ def _supports_vectors(snapshot: Snapshot) -> bool:
 
 
 def _has_vectors(files: pa.Table) -> bool:
-    return bool(pc.any(pc.is_valid(files.column("deletionVector"))).as_py())
+    """Whether a file of ``files`` has rows to leave out (its vector, or change data's)."""
+    column = "deletedRows" if "deletedRows" in files.column_names else "deletionVector"
+    return bool(pc.any(pc.is_valid(files.column(column))).as_py())
 
 
 @dataclass
@@ -151,6 +142,7 @@ class _Relation:
     vectors: bool  # its format drops the rows deletion vectors mark
     report: ScanReport | None = None
     fixed: pa.Table | None = None  # a micro-batch's files (no listing of a snapshot)
+    extra: tuple[str, ...] = ()  # partition columns besides the table's (change data)
 
 
 class DeltaTables:
@@ -165,6 +157,7 @@ class DeltaTables:
 
     def __init__(self) -> None:
         self._relations: dict[str, _Relation] = {}
+        self._changes: dict[str, tuple[Snapshot, pa.Table, bool]] = {}
         self._pinned: OrderedDict[tuple[str, int], Snapshot] = OrderedDict()
         self._ids = itertools.count()
         self._lock = threading.RLock()
@@ -172,7 +165,6 @@ class DeltaTables:
     def resolve(self, path: str, options: dict[str, str], time_zone: str) -> tuple[Snapshot, bool]:
         """The snapshot a read of ``path`` with ``options`` starts from, and whether time
         travel pins it."""
-        _refuse_change_feed(options)
         root, version, ts = time_travel(path, options, time_zone)
         if ts is not None:
             version = DeltaLog(root).snapshot_at_timestamp(ts).version
@@ -189,9 +181,31 @@ class DeltaTables:
                 self._pinned.popitem(last=False)
             return snapshot
 
+    def register_changes(self, snapshot: Snapshot, files: pa.Table, in_files: bool) -> str:
+        """A token under which ``open`` finds change files of ``snapshot``'s table (see
+        ``change_feed``): ``in_files`` when their rows carry ``_change_type``."""
+        token = secrets.token_hex(8)
+        with self._lock:
+            self._changes[token] = (snapshot, files, in_files)
+        return token
+
+    def _open_changes(self, token: str) -> str:
+        with self._lock:
+            snapshot, files, in_files = self._changes.pop(token)
+        data, parts, physical = change_feed.relation_schemas(snapshot, in_files)
+        table_id = str(next(self._ids))
+        extra = tuple(f.name for f in change_feed.extra_fields(in_files))
+        vectors = _has_vectors(files)
+        self._relations[table_id] = _Relation(
+            snapshot.table_root, snapshot.version, snapshot.schema, [], vectors, None, files, extra
+        )
+        return _opened(table_id, snapshot, data, parts, vectors, physical)
+
     def open(self, path: str, options: str, timeZone: str) -> str:
         try:
             opts = _options(options)
+            if change_feed.CHANGES_OPTION in opts:
+                return self._open_changes(opts[change_feed.CHANGES_OPTION])
             fixed = None
             if streaming.END_OPTION in opts:
                 snapshot, fixed = streaming.batch_files(to_local_path(path), opts)
@@ -215,17 +229,7 @@ class DeltaTables:
                 fixed=fixed,
             )
             part_schema = StructType(tuple(schema.field(c) for c in parts))
-            return "O" + "\0".join(
-                [
-                    table_id,
-                    snapshot.table_root,
-                    to_spark_type(schema).json(),
-                    to_spark_type(part_schema).json(),
-                    str(snapshot.size_in_bytes),
-                    "dv" if vectors else "",
-                    json.dumps(physical) if physical else "",
-                ]
-            )
+            return _opened(table_id, snapshot, schema, part_schema, vectors, physical)
         except Exception as e:  # answered as text: the JVM raises it as an AnalysisException
             return _answer_error(e)
 
@@ -249,9 +253,21 @@ class DeltaTables:
             if packing:
                 limit, open_cost, slots = map(int, packing.split(","))
                 split = even_split_bytes(files.column("size"), limit, open_cost, slots)
-            return f"O{split or ''}\0".encode() + _encode(snapshot, files)
+            return f"O{split or ''}\0".encode() + _encode(snapshot, files, relation.extra)
         except Exception as e:
             return _answer_error(e).encode()
+
+    def changes(self, session: Any, path: str, options: str, timeZone: str) -> Any:
+        """A change data feed read (``readChangeFeed``): the JVM ``Dataset`` of its rows,
+        which ``ChangeFeedRelation`` scans, or an error answer."""
+        try:
+            spark = python_session(session)
+            opts = _options(options)
+            return java_frame(
+                change_feed.read_change_feed(spark, to_local_path(path), opts, timeZone)
+            )
+        except Exception as e:
+            return _answer_error(e)
 
     def write(self, session: Any, path: str, mode: str, options: str, data: Any) -> str:
         """A write Spark planned (``save``, CTAS, a SQL insert) as the Python write command."""
@@ -338,6 +354,28 @@ class DeltaTables:
         implements: ClassVar[list[str]] = ["deltapyspark.DeltaTables"]
 
 
+def _opened(
+    table_id: str,
+    snapshot: Snapshot,
+    schema: StructType,
+    part_schema: StructType,
+    vectors: bool,
+    physical: str,
+) -> str:
+    """``open``'s answer (see ``DeltaTables.java``)."""
+    return "O" + "\0".join(
+        [
+            table_id,
+            snapshot.table_root,
+            to_spark_type(schema).json(),
+            to_spark_type(part_schema).json(),
+            str(snapshot.size_in_bytes),
+            "dv" if vectors else "",
+            json.dumps(physical) if physical else "",
+        ]
+    )
+
+
 def _options(encoded: str) -> dict[str, str]:
     """Options as the JVM encodes them: ``key NUL value NUL ...``."""
     fields = encoded.split("\0")[:-1]
@@ -364,16 +402,21 @@ def _check_compatible(relation: _Relation, now: Snapshot) -> None:
         )
 
 
-def _encode(snapshot: Snapshot, files: pa.Table) -> bytes:
-    """``files`` as ``DeltaFileIndex`` parses them, files of one partition adjacent."""
+def _encode(snapshot: Snapshot, files: pa.Table, extra: tuple[str, ...] = ()) -> bytes:
+    """``files`` as ``DeltaFileIndex`` parses them, files of one partition adjacent;
+    ``extra``: partition columns besides the table's (their values are in the files')."""
     root = snapshot.table_root
     mode = column_mapping_mode(snapshot.configuration)
     parts = [physical_name(snapshot.schema.field(c), mode) for c in snapshot.partition_columns]
+    parts += extra
     paths = files.column("path").to_pylist()
     sizes = files.column("size").to_pylist()
     mtimes = files.column("modificationTime").to_pylist()
     vectors = [""] * len(paths)
-    if _has_vectors(files):
+    if "deletedRows" in files.column_names:  # change data: the rows to leave out, serialized
+        for i, rows in enumerate(files.column("deletedRows").to_pylist()):
+            vectors[i] = base64.b64encode(rows).decode() if rows is not None else ""
+    elif _has_vectors(files):
         store = log_store_for(root)
         for i, dv in enumerate(files.column("deletionVector").to_pylist()):
             if dv is not None:

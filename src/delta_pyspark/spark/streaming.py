@@ -15,10 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from delta_pyspark.core.change_data import ChangeFile
 from delta_pyspark.core.delta_log import DeltaLog
+from delta_pyspark.core.schema import StructType
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.stream_source import StreamOffset, StreamOptions, StreamSource
 from delta_pyspark.exceptions import DeltaIllegalArgumentException
+from delta_pyspark.spark.change_feed import EXTRA_FIELDS
 from delta_pyspark.spark.types import to_spark_type
 from delta_pyspark.spark.write_command import (
     OPERATION_OPTION,
@@ -43,13 +46,18 @@ def _source(path: str, options: dict[str, str], schema_json: str) -> StreamSourc
 
 def stream_schema(path: str, options: dict[str, str]) -> tuple[str, str]:
     """The schema a streaming read of ``path`` delivers, the table's at the version it starts
-    from: as Spark's JSON, and as the log writes it (later versions are compared to it)."""
+    from (a change feed's with its three columns): as Spark's JSON, and as the log writes
+    it (later versions are compared to it)."""
     log = DeltaLog.for_table(path)
-    start = StreamOptions.parse(options, log).starting_version
+    parsed = StreamOptions.parse(options, log)
+    start = parsed.starting_version
     snapshot = log.snapshot()
     if start is not None and start <= snapshot.version:
         snapshot = log.snapshot(start)
-    return str(to_spark_type(snapshot.schema).json()), snapshot.metadata.schema_string
+    schema = snapshot.schema
+    if parsed.change_feed:
+        schema = StructType((*schema.fields, *EXTRA_FIELDS))
+    return str(to_spark_type(schema).json()), snapshot.metadata.schema_string
 
 
 def stream_offset(
@@ -67,9 +75,7 @@ def stream_offset(
     return "" if latest is None or latest == begin else latest.to_json()
 
 
-def batch_files(path: str, options: dict[str, str]) -> tuple[Snapshot, pa.Table]:
-    """The snapshot a micro-batch's relation describes (the table at the batch's last
-    version) and the batch's files, in the layout of ``Snapshot.files``."""
+def _batch(path: str, options: dict[str, str]) -> tuple[Snapshot, list[dict[str, Any]]]:
     schema_json = options.get(SCHEMA_OPTION)
     end = options.get(END_OPTION)
     if schema_json is None or end is None:
@@ -78,11 +84,25 @@ def batch_files(path: str, options: dict[str, str]) -> tuple[Snapshot, pa.Table]
     start = options.get(START_OPTION)
     end_offset = StreamOffset.from_json(end)
     adds = source.batch(StreamOffset.from_json(start) if start else None, end_offset)
-    snapshot = source.log.snapshot(end_offset.version)
-    return snapshot, _files_table(adds, snapshot.files.schema)
+    return source.log.snapshot(end_offset.version), adds
 
 
-def _files_table(adds: list[dict[str, Any]], layout: pa.Schema) -> pa.Table:
+def batch_files(path: str, options: dict[str, str]) -> tuple[Snapshot, pa.Table]:
+    """The snapshot a micro-batch's relation describes (the table at the batch's last
+    version) and the batch's files, in the layout of ``Snapshot.files``."""
+    snapshot, adds = _batch(path, options)
+    return snapshot, files_table(adds, snapshot.files.schema)
+
+
+def change_batch(path: str, options: dict[str, str]) -> tuple[Snapshot, list[ChangeFile]]:
+    """A change feed stream's micro-batch: the table at its last version and its change
+    files (read by ``change_feed.changes_frame``)."""
+    snapshot, items = _batch(path, options)
+    return snapshot, [item["change"] for item in items]
+
+
+def files_table(adds: list[dict[str, Any]], layout: pa.Schema) -> pa.Table:
+    """Add actions as a file list ``scan.read_files`` reads (``layout``: a snapshot's)."""
     fields = [layout.field(name) for name in ("path", "size", "modificationTime")]
     fields += [layout.field("partitionValues"), layout.field("deletionVector")]
     rows = [

@@ -13,10 +13,12 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from delta_pyspark.core.change_data import POSTIMAGE, PREIMAGE
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.row_deletion import deletion_vectors_enabled, dv_metrics
 from delta_pyspark.core.transaction import Transaction
 from delta_pyspark.spark.auto_compact import commit_and_compact
+from delta_pyspark.spark.change_data import records_changes, with_change_type, write_changes
 from delta_pyspark.spark.conditions import (
     as_column,
     assigned_value,
@@ -78,6 +80,16 @@ def execute_update(
             cols.append(current.alias(field.name))
         return df.select(*cols)
 
+    def changes(touched: Any) -> int:
+        """Write the updated rows' pre- and post-images when the table records changes."""
+        if not touched.num_rows or not records_changes(txn):
+            return 0
+        before = read_files(spark, snapshot, touched).where(cond)
+        images = with_change_type(before, PREIMAGE).unionByName(
+            with_change_type(transform(before), POSTIMAGE)
+        )
+        return write_changes(txn, snapshot, images)
+
     if deletion_vectors_enabled(snapshot):
         touched, rows = matched_rows(spark, snapshot, files, cond)
         scan_ms = elapsed_ms(start)
@@ -87,6 +99,7 @@ def execute_update(
         removed = [d.remove for d in deletes if d.add is None]
         metrics = {"numUpdatedRows": sum(len(d.rows) for d in deletes), "numCopiedRows": 0}
         metrics |= dv_metrics(deletes) | Rewrite(removed, adds, 0).metrics(start, scan_ms)
+        metrics["numAddedChangeFiles"] = changes(touched)
         if deletes:
             commit_and_compact(spark, txn, "UPDATE", params, metrics, user_metadata(spark))
         return metrics
@@ -97,6 +110,7 @@ def execute_update(
         "numUpdatedRows": updated,
         "numCopiedRows": rewrite.rows_written - updated,
     } | rewrite.metrics(start, scan_ms)
+    metrics["numAddedChangeFiles"] = changes(files)
     if rewrite.removes:
         txn.remove_files(rewrite.removes)
         txn.add_files(rewrite.adds)

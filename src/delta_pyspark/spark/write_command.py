@@ -44,8 +44,10 @@ from delta_pyspark.exceptions import (
     DeltaUnsupportedOperationException,
 )
 from delta_pyspark.spark.auto_compact import commit_and_compact
+from delta_pyspark.spark.change_data import records_changes, replaced_changes
 from delta_pyspark.spark.optimized_write import optimize_write_enabled
 from delta_pyspark.spark.rewrite import rewrite_without
+from delta_pyspark.spark.scan import read_files
 from delta_pyspark.spark.session_conf import auto_merge, user_metadata
 from delta_pyspark.spark.types import from_spark_schema, relaxed, to_spark_type
 from delta_pyspark.spark.write import enforce_constraints, table_constraints, write_files
@@ -182,11 +184,12 @@ def write_delta(
 
     removes: list[dict[str, Any]] = []
     extra_adds: list[dict[str, Any]] = []
+    replaced: DataFrame | None = None  # rows a replaceWhere rewrite replaces (change data)
     dynamic = overwrite and snapshot is not None and not replace_where and _dynamic(spark, request)
     if overwrite and snapshot is not None and replace_where:
         guarded = _guard_replace_where(guarded, replace_where)
         params["predicate"] = json.dumps([replace_where])
-        removes, extra_adds = _replace_where_removes(spark, txn, snapshot, replace_where)
+        removes, extra_adds, replaced = _replace_where_removes(spark, txn, snapshot, replace_where)
     elif dynamic:
         params["dynamicPartitionOverwrite"] = "true"
     elif overwrite and snapshot is not None:
@@ -208,6 +211,9 @@ def write_delta(
     if dynamic:
         assert snapshot is not None
         removes = _dynamic_removes(txn, snapshot, adds, partitions)
+    if replaced is not None:
+        assert snapshot is not None
+        replaced_changes(spark, txn, snapshot, replaced, adds)
     if not data_change:
         for r in removes:
             r["dataChange"] = False
@@ -405,9 +411,10 @@ def _guard_replace_where(df: DataFrame, predicate: str) -> DataFrame:
 
 def _replace_where_removes(
     spark: SparkSession, txn: Transaction, snapshot: Snapshot, predicate: str
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], DataFrame | None]:
     """Files (or rows) the overwrite replaces: whole files when the predicate only names
-    partition columns, otherwise copies of the touched files without matching rows."""
+    partition columns, otherwise copies of the touched files without matching rows; and
+    then (on a table recording change data) the rows replaced."""
     from pyspark.sql import functions as F
 
     from delta_pyspark.spark.scan import prune_files, session_time_zone
@@ -425,11 +432,14 @@ def _replace_where_removes(
         )
         files = snapshot.files.filter(mask)
         txn.read_files(files)
-        return remove_actions(files), []
+        return remove_actions(files), [], None
     files = prune_files(snapshot, expr, session_time_zone(spark))
     txn.read_files(files)
     rewrite, _ = rewrite_without(spark, snapshot, files, F.expr(predicate))
-    return rewrite.removes, rewrite.adds
+    replaced = None
+    if rewrite.removes and records_changes(txn):
+        replaced = read_files(spark, snapshot, files).where(F.expr(predicate))
+    return rewrite.removes, rewrite.adds, replaced
 
 
 def _arrow(snapshot: Snapshot) -> pa.Schema:

@@ -108,6 +108,15 @@ public final class DeltaSource
       throw error("reading a Delta table needs a path");
     }
     String timeZone = session.sessionState().conf().sessionLocalTimeZone();
+    if (ChangeFeedRelation.asked(parameters)) {
+      Object changes =
+          tables().changes(session, (String) path.get(), encode(parameters), timeZone);
+      if (changes instanceof String) {
+        throw error(((String) changes).substring(1));
+      }
+      return new ChangeFeedRelation(
+          context, (org.apache.spark.sql.classic.Dataset) changes, (String) path.get());
+    }
     String answer = tables().open((String) path.get(), encode(parameters), timeZone);
     if (answer.startsWith("E")) {
       throw error(answer.substring(1));

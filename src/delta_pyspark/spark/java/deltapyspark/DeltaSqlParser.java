@@ -166,11 +166,18 @@ public final class DeltaSqlParser implements ParserInterface {
               public boolean isDefinedAt(Object node) {
                 return isDeltaPath(node)
                     || isInsertIntoPath(node)
+                    || TableChanges.isTableChanges(node)
                     || node instanceof RelationTimeTravel
                     || atSyntax(node) != null;
               }
 
               public Object applyOrElse(Object node, scala.Function1 fallback) {
+                if (TableChanges.isTableChanges(node)) {
+                  return TableChanges.read(
+                      (org.apache.spark.sql.catalyst.analysis.UnresolvedTableValuedFunction) node,
+                      session,
+                      delegate);
+                }
                 if (node instanceof RelationTimeTravel) {
                   return timeTravel((RelationTimeTravel) node);
                 }

@@ -6,10 +6,10 @@ import org.apache.spark.sql.catalyst.types.DataTypeUtils;
 import org.apache.spark.sql.connector.read.streaming.ReadAllAvailable;
 import org.apache.spark.sql.connector.read.streaming.ReadLimit;
 import org.apache.spark.sql.connector.read.streaming.SupportsTriggerAvailableNow;
-import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
 import org.apache.spark.sql.execution.datasources.LogicalRelation;
 import org.apache.spark.sql.execution.streaming.Offset;
 import org.apache.spark.sql.execution.streaming.Source;
+import org.apache.spark.sql.sources.BaseRelation;
 import org.apache.spark.sql.types.StructType;
 import scala.Option;
 import scala.collection.immutable.Map;
@@ -98,7 +98,8 @@ public final class DeltaStreamSource implements Source, SupportsTriggerAvailable
     if (start.isDefined()) {
       options = (Map) options.updated(START_OPTION, ((Offset) start.get()).json());
     }
-    HadoopFsRelation relation = (HadoopFsRelation) source.createRelation(context, options);
+    // a Parquet relation, or a change feed's (ChangeFeedRelation)
+    BaseRelation relation = source.createRelation(context, options);
     LogicalRelation read =
         new LogicalRelation(
             relation,

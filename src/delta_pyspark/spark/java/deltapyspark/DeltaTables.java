@@ -32,6 +32,13 @@ public interface DeltaTables {
   byte[] listFiles(String tableId, String filters, String timeZone, String packing);
 
   /**
+   * A change data feed read ({@code readChangeFeed}) of the table at {@code path} with {@code
+   * options}: the {@code Dataset} (of {@code session}) of its rows, or an error answer
+   * ({@code String}).
+   */
+  Object changes(Object session, String path, String options, String timeZone);
+
+  /**
    * Writes {@code data} (a {@code Dataset} of {@code session}) to the table at {@code path} as
    * {@code df.write.format("delta").mode(mode).options(options).save(path)} does from Python:
    * one transaction of the Python core. {@code mode}: {@code append}, {@code overwrite},
