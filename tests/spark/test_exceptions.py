@@ -51,6 +51,10 @@ EXPECTED = {
     ex.MetadataChangedException: PySparkException,
     ex.ProtocolChangedException: PySparkException,
     ex.ConcurrentTransactionException: PySparkException,
+    ex.ChangeDataNotRecordedError: AnalysisException,
+    ex.NoChangeDataStartError: AnalysisException,
+    ex.InvalidChangeDataRangeError: IllegalArgumentException,
+    ex.ChangeDataStartAfterLatestError: IllegalArgumentException,
 }
 
 
