@@ -82,6 +82,22 @@ def test_write_to_appends_overwrites_and_overwrites_partitions(
     assert history[3].operationParameters["dynamicPartitionOverwrite"] == "true"
 
 
+def test_write_to_casts_as_store_assignment_allows(spark: Any, names: list[str]) -> None:
+    """Like INSERT, a V2 write takes an int column into a bigint one (ANSI store assignment);
+    a narrowing is still a schema mismatch, and the table keeps its types."""
+    names.append("v2_cast")
+    spark.sql("CREATE TABLE v2_cast (id BIGINT, v DOUBLE) USING delta")
+    spark.createDataFrame([(1, 2)], "id int, v int").writeTo("v2_cast").append()
+    assert _rows(spark.table("v2_cast")) == [(1, 2.0)]
+    assert [f.dataType.simpleString() for f in spark.table("v2_cast").schema] == [
+        "bigint",
+        "double",
+    ]
+    with pytest.raises(AnalysisException, match="schema mismatch"):
+        spark.createDataFrame([("x", 1.0)], "id string, v double").writeTo("v2_cast").append()
+    assert _rows(spark.table("v2_cast")) == [(1, 2.0)]
+
+
 def test_write_to_overwrite_refuses_rows_outside_its_condition(
     spark: Any, names: list[str]
 ) -> None:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.log_store import to_local_path
+from delta_pyspark.core.schema import StructType
 from delta_pyspark.exceptions import (
     DeltaAnalysisException,
     DeltaTableNotFoundError,
@@ -27,6 +28,8 @@ from delta_pyspark.spark.catalog import (
     refresh,
     register,
 )
+from delta_pyspark.spark.integration import jvm
+from delta_pyspark.spark.types import to_spark_type
 from delta_pyspark.spark.write_command import (
     DECLARED_SCHEMA_OPTION,
     DESCRIPTION_OPTION,
@@ -163,10 +166,36 @@ def write_to(
     elif action == "overwritePartitions":
         options["partitionOverwriteMode"] = "dynamic"
     mode = "append" if action == "append" else "overwrite"
+    df = _store_assigned(spark, df, DeltaLog.for_table(path).snapshot().schema)
     write_delta(spark, df, path, WriteRequest(mode, None, options))
     if entry is not None:
         refresh(spark, entry)
     return True
+
+
+def _store_assigned(spark: SparkSession, df: DataFrame, schema: StructType) -> DataFrame:
+    """``df`` with each top-level column of a narrower type cast to the table's, where Spark's
+    ANSI store assignment allows it (int into bigint, say): a V2 write resolves its columns
+    against the table as INSERT does, before the schema check sees them."""
+    from pyspark.sql import functions as F
+
+    java = jvm(spark)
+    java_cast = java.org.apache.spark.sql.catalyst.expressions.Cast
+    by_name = {f.name.lower(): f for f in schema.fields}
+    columns, changed = [], False
+    for field in df.schema.fields:
+        target = by_name.get(field.name.lower())
+        if target is not None:
+            spark_type = to_spark_type(target.type)
+            types = java.org.apache.spark.sql.types.DataType
+            if spark_type != field.dataType and java_cast.canANSIStoreAssign(
+                types.fromJson(field.dataType.json()), types.fromJson(spark_type.json())
+            ):
+                columns.append(F.col(f"`{field.name}`").cast(spark_type).alias(field.name))
+                changed = True
+                continue
+        columns.append(F.col(f"`{field.name}`"))
+    return df.select(*columns) if changed else df
 
 
 def replace_table(
