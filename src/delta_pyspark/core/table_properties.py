@@ -372,11 +372,18 @@ def validate_property(key: str, value: str) -> tuple[str, str]:
     return spec.key, spec.check(spec.key, str(value))
 
 
-def validate_properties(properties: Mapping[str, str]) -> dict[str, str]:
+def validate_properties(
+    properties: Mapping[str, str], creating: bool = False
+) -> dict[str, str]:
     """User-given properties checked one by one (``validate_property``), in their stored
-    spelling; one key given twice (any case) with different values is refused."""
+    spelling; one key given twice (any case) with different values is refused. ``creating``:
+    a new table may also be given CHECK constraints (``delta.constraints.<name>``), as
+    delta-spark accepts them at creation."""
     out: dict[str, str] = {}
     for key, value in properties.items():
+        if creating and key.lower().startswith(CONSTRAINT_PREFIX.lower()):
+            out[CONSTRAINT_PREFIX + key[len(CONSTRAINT_PREFIX) :].lower()] = str(value)
+            continue
         canonical, normalised = validate_property(key, str(value))
         if canonical in out and out[canonical] != normalised:
             raise DeltaIllegalArgumentException(

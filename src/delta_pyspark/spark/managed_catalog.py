@@ -115,7 +115,7 @@ def create_catalog_table(
         )
     if if_not_exists and (lookup(spark, name) is not None or name in _names(catalog)):
         return
-    requested = validate_properties(properties)
+    requested = validate_properties(properties, creating=True)
     requested.pop(CATALOG_MANAGED_PROPERTY, None)  # the catalog adds the feature itself
     catalog.create_table(
         name,

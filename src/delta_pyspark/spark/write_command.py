@@ -358,10 +358,12 @@ def _target_metadata(
         partition_by = [schema.find_field(c, case_sensitive=False).name for c in partition_by]
         replacing = snapshot is not None and _truthy(request.opt(REPLACE_OPTION, "false"))
         if snapshot is None or replacing:  # the properties are the statement's and defaults
-            requested = validate_properties(_session_defaults(spark) | request.table_properties)
+            requested = validate_properties(
+                _session_defaults(spark) | request.table_properties, creating=True
+            )
             conf: dict[str, str] = {}
         else:  # an overwrite keeps the table's properties and adds the write's
-            requested = validate_properties(request.table_properties)
+            requested = validate_properties(request.table_properties, creating=True)
             conf = dict(snapshot.configuration)
         conf |= {k: v for k, v in requested.items() if not is_protocol_key(k)}
         protocol_requests = {k: v for k, v in requested.items() if is_protocol_key(k)}
