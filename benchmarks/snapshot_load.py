@@ -25,7 +25,7 @@ re-resolve the latest snapshot of the unchanged table, and after one new commit 
 table, so it runs last), beside an uncached load in that interpreter.
 
     python -m benchmarks snapshot_load
-    python -m benchmarks.snapshot_load --files 1000000     # also the 1,000,000-file table
+    python -m benchmarks snapshot_load --files 1000000     # also the 1,000,000-file table
     python -m benchmarks.snapshot_load --commits 200 --keep /tmp/table
 """
 
@@ -59,7 +59,7 @@ SCHEMA = json.dumps(
 PARTITIONS = 10
 KEEP_CHECKPOINTS = 3
 TARGET_TIME_RATIO = 1.0
-TARGET_MEMORY_RATIO = 2.0
+TARGET_MEMORY_RATIO = 1.5  # the issue: <= 1.5x deltalake's peak
 TARGET_UNCHANGED_MS = 10.0
 TARGET_ONE_COMMIT_MS = 30.0
 TARGET_LARGE_SECONDS = 10.0
