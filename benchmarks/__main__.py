@@ -1,4 +1,6 @@
-"""Run benchmarks: ``python -m benchmarks`` runs all, ``python -m benchmarks NAME`` one."""
+"""Run benchmarks: ``python -m benchmarks`` runs all, ``python -m benchmarks NAME`` one,
+``python -m benchmarks NAME --flag ...`` one with its own options (e.g.
+``python -m benchmarks snapshot_load --files 1000000``)."""
 
 from __future__ import annotations
 
@@ -19,9 +21,13 @@ BENCHMARKS = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    names = list(sys.argv[1:] if argv is None else argv)
+    args = list(sys.argv[1:] if argv is None else argv)
+    names = args
+    options: list[str] = []
+    if args and args[0] in BENCHMARKS and len(args) > 1 and args[1].startswith("-"):
+        names, options = args[:1], args[1:]  # one benchmark with its own options
     if any(n in ("-h", "--help") for n in names):
-        print(f"usage: python -m benchmarks [{' | '.join(BENCHMARKS)}] ...")
+        print(f"usage: python -m benchmarks [{' | '.join(BENCHMARKS)}] ... | NAME --option ...")
         return 0
     unknown = [n for n in names if n not in BENCHMARKS]
     if unknown:
@@ -32,7 +38,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     for name in names or list(BENCHMARKS):
         print(f"== {name}")
-        importlib.import_module(BENCHMARKS[name]).main()
+        module = importlib.import_module(BENCHMARKS[name])
+        if options:
+            module.main(options)
+        else:
+            module.main()
     return 0
 
 

@@ -159,9 +159,11 @@ def _maps_to_dicts(value: Any) -> Any:
 def _open_parquet(store: LogStore, path: str) -> pq.ParquetFile:
     # ``ParquetFile`` rather than ``pq.read_table``: the latter goes through
     # ``pyarrow.dataset``, whose import alone (it pulls in pandas) costs more time and
-    # memory than reading a 100,000-file checkpoint.
+    # memory than reading a 100,000-file checkpoint. No pre-buffering: it would fetch
+    # every column chunk read (all row groups) before decoding the first batch, about
+    # the size of the file on top of the decoded columns.
     try:
-        return pq.ParquetFile(pa.BufferReader(store.read(path)))
+        return pq.ParquetFile(store.open_input(path), pre_buffer=False)
     except FileNotFoundError:
         raise
     except (pa.ArrowException, OSError) as e:

@@ -26,6 +26,7 @@ from urllib.parse import urlparse
 from delta_pyspark.core import checksum
 from delta_pyspark.core import table_properties as props
 from delta_pyspark.core.actions import commit_timestamp
+from delta_pyspark.core.arrow_buffers import bulk_allocations
 from delta_pyspark.core.checkpoint import load_state
 from delta_pyspark.core.commit_actions import CommitActions, parse_actions, parse_compaction
 from delta_pyspark.core.commit_batch import CommitBatch, parse_commits
@@ -187,8 +188,9 @@ class DeltaLog:
             )
         else:
             segment = build_log_segment(self.store, self.table_root, version)
-        state = load_state(self.store, segment.checkpoint, self.log_dir)
-        state = self._replay(state, segment)
+        with bulk_allocations():
+            state = load_state(self.store, segment.checkpoint, self.log_dir)
+            state = self._replay(state, segment)
         return self._finish(state, segment)
 
     def update(self, snapshot: Snapshot) -> Snapshot:

@@ -191,13 +191,30 @@ def _take_rows(table: pa.Table, rows: list[int]) -> pa.Table:
     return table.take(int64_array(rows))
 
 
+# Dropping a few rows keeps the rest in place as slices (one more chunk per dropped row)
+# while the file list stays within this many chunks; past it rows are copied out.
+_MAX_CHUNKS = 2048
+
+
 def _drop_keys(table: pa.Table, keys: pa.Array) -> pa.Table:
     if len(keys) == 0 or table.num_rows == 0:
         return table
     hit = pc.is_in(table.column(KEY_COLUMN), value_set=keys)
-    if not pc.any(hit).as_py():
+    hits = pc.sum(hit).as_py() or 0
+    if hits == 0:
         return table  # e.g. commits that only add new files: no copy of the file list
-    return table.filter(pc.invert(hit))
+    if table.column(KEY_COLUMN).num_chunks + hits > _MAX_CHUNKS:
+        return table.filter(pc.invert(hit))
+    # A commit removing a few of a million files: no copy of the million (the file list
+    # is mostly strings, and a copy of it costs as much time as reading the checkpoint).
+    pieces, start = [], 0
+    for row in pc.indices_nonzero(hit).to_pylist():
+        if row > start:
+            pieces.append(table.slice(start, row - start))
+        start = row + 1
+    if start < table.num_rows or not pieces:
+        pieces.append(table.slice(start))
+    return pa.concat_tables(pieces)
 
 
 def empty_state() -> TableState:

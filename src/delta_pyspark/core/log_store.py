@@ -17,6 +17,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from urllib.parse import unquote, urlparse
 
+import pyarrow as pa
+
 from delta_pyspark.exceptions import FileAlreadyExistsError
 
 
@@ -53,6 +55,12 @@ class LogStore(ABC):
     @abstractmethod
     def read_range(self, path: str, offset: int, length: int) -> bytes:
         """``length`` bytes from ``offset`` (deletion vectors share files)."""
+
+    def open_input(self, path: str) -> pa.NativeFile:
+        """A random-access reader of ``path``, for Parquet checkpoints: by default the
+        whole file read into memory (one request); local files are read in place, so a
+        checkpoint's reader fetches only the column chunks it decodes."""
+        return pa.BufferReader(self.read(path))
 
     @abstractmethod
     def write_if_absent(self, path: str, data: bytes, durable: bool = True) -> None:
@@ -105,6 +113,11 @@ class LocalLogStore(LogStore):
     def read(self, path: str) -> bytes:
         with open(to_local_path(path), "rb") as f:
             return f.read()
+
+    def open_input(self, path: str) -> pa.NativeFile:
+        if type(self).read is not LocalLogStore.read:
+            return super().open_input(path)  # a subclass's ``read`` says what reading is
+        return pa.OSFile(to_local_path(path))
 
     def read_range(self, path: str, offset: int, length: int) -> bytes:
         with open(to_local_path(path), "rb") as f:

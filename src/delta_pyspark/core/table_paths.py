@@ -113,13 +113,20 @@ def invalid_file_paths(root: str, files: pa.Table) -> list[str]:
     the root, so they never doom a file)."""
     out = []
     paths = files.column("path")
-    local = pc.replace_substring_regex(paths, r"^file:(//[^/]*)?", "")
-    absolute = pc.or_(pc.starts_with(paths, "/"), pc.starts_with(paths, "file:"))
-    odd = pc.or_(
-        pc.match_substring_regex(local, _SUSPECT_ABSOLUTE),
-        pc.less_equal(pc.utf8_length(local), int64_scalar(len(root))),
-    )
-    suspect = pc.or_(pc.match_substring_regex(paths, _SUSPECT_RELATIVE), pc.and_(absolute, odd))
+    suspect = pc.match_substring_regex(paths, _SUSPECT_RELATIVE)
+    uri = pc.starts_with(paths, "file:")
+    absolute = pc.or_(pc.starts_with(paths, "/"), uri)
+    if pc.any(absolute).as_py():
+        # Only absolute spellings can be odd; tables usually hold none (and no URIs), so
+        # the common case costs one scan of the paths, not four.
+        local = paths
+        if pc.any(uri).as_py():
+            local = pc.replace_substring_regex(paths, r"^file:(//[^/]*)?", "")
+        odd = pc.or_(
+            pc.match_substring_regex(local, _SUSPECT_ABSOLUTE),
+            pc.less_equal(pc.utf8_length(local), int64_scalar(len(root))),
+        )
+        suspect = pc.or_(suspect, pc.and_(absolute, odd))
     for path in paths.filter(pc.or_kleene(suspect, pc.is_null(suspect))).to_pylist():
         if not isinstance(path, str) or not _names_a_file(
             root, resolve_path(root, path), is_relative(path)
