@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from delta_pyspark.sql import alter, dml, table_commands
+from delta_pyspark.sql import alter, dml, path_metadata, table_commands
 from delta_pyspark.sql.statement import Statement
 from delta_pyspark.sql.text import (
     StatementParser,
@@ -41,6 +41,7 @@ _STARTS: tuple[tuple[tuple[str, ...], Callable[[StatementParser], Statement | No
     (("REORG",), table_commands.reorg),
     (("ALTER", "TABLE"), alter.alter),
     (("SHOW", "TBLPROPERTIES"), table_commands.show_properties),
+    (("SHOW", "COLUMNS"), path_metadata.show_columns),
     (("DROP", "TABLE"), table_commands.drop),
 )
 

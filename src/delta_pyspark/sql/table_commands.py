@@ -13,6 +13,7 @@ from delta_pyspark.exceptions import (
 from delta_pyspark.spark.managed_catalog import catalog_table_name, drop_catalog_table
 from delta_pyspark.spark.optimize import METRICS_DDL
 from delta_pyspark.sql.create_table import asks_catalog_managed, create_table
+from delta_pyspark.sql.path_metadata import describe_table
 from delta_pyspark.sql.statement import Statement, as_of, where
 from delta_pyspark.sql.text import (
     StatementParser,
@@ -53,14 +54,15 @@ def drop(p: StatementParser) -> Statement | None:
 
 
 def describe(p: StatementParser) -> Statement | None:
-    """DESCRIBE HISTORY / DETAIL; None for Spark's DESCRIBE (also of a table named history)."""
+    """DESCRIBE HISTORY / DETAIL, DESCRIBE of a ``delta.`path```; None for Spark's DESCRIBE
+    (also of a table named history)."""
     if p.peek(1) is None:
         return None
     if p.accept("HISTORY"):
         return history(p)
     if p.accept("DETAIL"):
         return detail(p)
-    return None
+    return describe_table(p)
 
 
 def history(p: StatementParser) -> Statement:

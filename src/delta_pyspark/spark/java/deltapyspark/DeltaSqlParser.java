@@ -113,11 +113,13 @@ public final class DeltaSqlParser implements ParserInterface {
         || first.equals("ALTER")) {
       return true;
     }
-    if (first.equals("DESCRIBE") || first.equals("DESC")) {
-      return second.equals("HISTORY") || second.equals("DETAIL");
+    if (first.equals("DESCRIBE") || first.equals("DESC")) { // HISTORY, DETAIL, a delta.`path`
+      return second.equals("HISTORY") || second.equals("DETAIL")
+          || sql.toUpperCase(Locale.ROOT).contains("DELTA.`");
     }
     if (first.equals("SHOW")) {
-      return second.equals("TBLPROPERTIES");
+      return second.equals("TBLPROPERTIES")
+          || second.equals("COLUMNS") && sql.toUpperCase(Locale.ROOT).contains("DELTA.`");
     }
     if (first.equals("CREATE")) { // a clone, a table at a delta.`path`, a catalog-managed one
       String upper = sql.toUpperCase(Locale.ROOT);

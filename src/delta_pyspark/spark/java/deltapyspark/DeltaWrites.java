@@ -82,8 +82,9 @@ public final class DeltaWrites extends Rule {
       if (isDelta(table) && !table.storage().properties().contains(CATALOG_OPTION)
           && hasLog(table)) { // registering an existing table
         Map options = (Map) table.storage().properties().updated(CATALOG_OPTION, "true");
-        return new CreateDataSourceTableCommand(
-            withOptions(table, options, table.schema()), create.ignoreIfExists());
+        return new DeltaRegister(
+            new CreateDataSourceTableCommand(
+                withOptions(table, options, table.schema()), create.ignoreIfExists()));
       }
       if (isDelta(table) && table.schema().nonEmpty() && !hasLog(table)) {
         StructType schema = table.schema();
