@@ -42,3 +42,12 @@ def sync_catalog(spark: Any) -> list[str]:
     from delta_pyspark.spark.managed_catalog import sync_catalog as sync
 
     return sync(spark)
+
+
+def transaction(spark: Any) -> Any:
+    """``with delta_pyspark.transaction(spark):`` — writes and DML in the block on the attached
+    catalog's catalog-managed tables (one operation per table) commit together, atomically,
+    when it ends; readers through the catalog see all of them or none."""
+    from delta_pyspark.spark.managed_catalog import transaction as begin
+
+    return begin(spark)

@@ -23,6 +23,8 @@ from catalog_worker import COUNTER, TABLES
 
 import delta_pyspark
 from delta_pyspark.core.catalog_managed import Catalog
+from delta_pyspark.core.delta_log import DeltaLog
+from delta_pyspark.core.transaction import Transaction, create_table
 from delta_pyspark.exceptions import (
     ConcurrentDeleteDeleteException,
     DeltaError,
@@ -80,6 +82,48 @@ def test_exception_in_the_block_commits_nothing(catalog_url: str, tmp_path: Path
             raise RuntimeError("user error")
         assert tx.committed is None
         assert paths(catalog) == {n: [] for n in TABLES}
+
+
+def test_collected_commits_join_with_their_own_operations(catalog_url: str, tmp_path: Path) -> None:
+    """An engine's commits made inside ``collecting()`` (here: plain ``Transaction.commit``
+    calls, as the Spark layer makes) wait for the block's end and then commit together;
+    a filesystem table's commit in the block commits alone, at once."""
+    make_tables(catalog_url, tmp_path)
+    plain = DeltaLog(str(tmp_path / "plain"))
+    create_table(plain, SCHEMA)
+    with open_catalog(catalog_url, tmp_path) as catalog:
+        with catalog.transaction().collecting() as tx:
+            for i, name in enumerate(TABLES[:2]):
+                log = catalog.delta_log(name)
+                txn = Transaction(log, log.snapshot())
+                txn.add_files([add(f"{name}.parquet")])
+                returned = txn.commit(f"OP{i}", {"k": str(i)})
+                assert returned.version == 0  # the snapshot it read: nothing visible yet
+            assert paths(catalog) == {n: [] for n in TABLES}
+            alone = Transaction(plain, plain.snapshot())
+            alone.add_files([add("p.parquet")])
+            assert alone.commit("WRITE").version == 1
+            again = Transaction(catalog.delta_log(TABLES[0]), catalog.snapshot(TABLES[0]))
+            with pytest.raises(DeltaUnsupportedOperationException, match="one operation per"):
+                again.commit("OP2")
+        assert paths(catalog) == {
+            TABLES[0]: ["t0.parquet"],
+            TABLES[1]: ["t1.parquet"],
+            TABLES[2]: [],
+        }
+        infos = {n: catalog.delta_log(n).history(1)[0] for n in TABLES[:2]}
+        assert [infos[n]["operation"] for n in TABLES[:2]] == ["OP0", "OP1"]
+        assert {i["operationParameters"]["multiTableTransaction"] for i in infos.values()} == {
+            tx.id
+        }
+        # an exception in the block commits none of the collected commits
+        with pytest.raises(RuntimeError), catalog.transaction().collecting():
+            log = catalog.delta_log(TABLES[2])
+            txn = Transaction(log, log.snapshot())
+            txn.add_files([add("late.parquet")])
+            txn.commit("WRITE")
+            raise RuntimeError("abort")
+        assert catalog.snapshot(TABLES[2]).version == 0
 
 
 STEPS = [("stage", "t0"), ("stage", "t1"), ("stage", "t2"), ("ratify", None)]

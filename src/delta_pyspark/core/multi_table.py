@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from types import TracebackType
 from typing import Any
 
@@ -31,8 +32,8 @@ from delta_pyspark.core.catalog import CommitConflictError, Ratification
 from delta_pyspark.core.catalog_managed import Catalog, CatalogCommitter
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.snapshot import Snapshot
-from delta_pyspark.core.transaction import Transaction
-from delta_pyspark.exceptions import DeltaError
+from delta_pyspark.core.transaction import Transaction, set_commit_collector
+from delta_pyspark.exceptions import DeltaError, DeltaUnsupportedOperationException
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +52,7 @@ class MultiTableTransaction:
         self._on_step = on_step
         self._txns: dict[str, Transaction] = {}
         self._committers: dict[str, CatalogCommitter] = {}
+        self._prepared: set[str] = set()  # collected commits, prepared by their own operation
         self.committed: dict[str, Snapshot] | None = None
 
     def tables(self, *names: str) -> list[Transaction]:
@@ -87,7 +89,8 @@ class MultiTableTransaction:
         names = sorted(self._txns, key=lambda n: self._committers[n].table_id)
         params = {"multiTableTransaction": self.id, "tables": sorted(names), **(parameters or {})}
         for name in names:
-            self._txns[name].prepare_commit(operation, params)
+            if name not in self._prepared:
+                self._txns[name].prepare_commit(operation, params)
         staged: dict[str, Ratification] = {}
         while True:
             for name in names:
@@ -115,6 +118,55 @@ class MultiTableTransaction:
                 log.exception("publishing %s failed; run `catalog publish` later", name)
         self.committed = {name: self._txns[name].finish_commit() for name in names}
         return self.committed
+
+    @contextmanager
+    def collecting(self) -> Iterator[MultiTableTransaction]:
+        """Within the block, commits of this catalog's catalog-managed tables made anywhere in
+        the process (an engine's writes and DML) join this transaction instead of
+        committing alone, each with its own operation: one per table. Other tables commit
+        as usual. Leaving the block commits them all atomically; an exception commits none."""
+        previous = set_commit_collector(self._collect)
+        if previous is not None:
+            set_commit_collector(previous)
+            raise DeltaUnsupportedOperationException(
+                "another multi-table transaction is collecting this process's commits"
+            )
+        try:
+            yield self
+        finally:
+            set_commit_collector(None)
+        if self._txns and self.committed is None:
+            self.commit()
+
+    def _collect(
+        self,
+        txn: Transaction,
+        operation: str,
+        parameters: Mapping[str, Any] | None,
+        metrics: Mapping[str, Any] | None,
+        user_metadata: str | None,
+    ) -> bool:
+        committer = txn.log.coordinator
+        if not isinstance(committer, CatalogCommitter) or committer.backend is not (
+            self.catalog.backend
+        ):
+            return False  # not this catalog's: commits alone, outside the atomic set
+        name = committer.entry.name
+        if txn.snapshot is None:
+            raise DeltaUnsupportedOperationException(
+                f"creating {name} inside a multi-table transaction: create it first"
+            )
+        if name in self._txns:
+            raise DeltaUnsupportedOperationException(
+                f"{operation} on {name}: the multi-table transaction already writes it (one "
+                "operation per table, which reads the table as it was before the transaction)"
+            )
+        params = {**(parameters or {}), "multiTableTransaction": self.id}
+        txn.prepare_commit(operation, params, metrics, user_metadata)
+        self._txns[name] = txn
+        self._committers[name] = committer
+        self._prepared.add(name)
+        return True
 
     def __enter__(self) -> MultiTableTransaction:
         return self

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -53,6 +53,20 @@ from delta_pyspark.exceptions import (
 )
 
 DEFAULT_MAX_ATTEMPTS = 1000
+
+# Takes a commit into an open multi-table transaction (True) or leaves it to commit alone.
+CommitCollector = Callable[
+    ["Transaction", str, Mapping[str, Any] | None, Mapping[str, Any] | None, str | None], bool
+]
+_collector: CommitCollector | None = None
+
+
+def set_commit_collector(collector: CommitCollector | None) -> CommitCollector | None:
+    """Route the process's commits through ``collector`` (None: stop); returns the previous
+    one. ``multi_table.MultiTableTransaction.collecting`` is the one user."""
+    global _collector
+    previous, _collector = _collector, collector
+    return previous
 
 
 class Transaction:
@@ -282,7 +296,17 @@ class Transaction:
         metrics: Mapping[str, Any] | None = None,
         user_metadata: str | None = None,
     ) -> Snapshot:
-        """Commit atomically; retries past non-conflicting winners; returns the new snapshot."""
+        """Commit atomically; retries past non-conflicting winners; returns the new snapshot.
+
+        While a multi-table transaction collects this process's commits
+        (``set_commit_collector``), a commit it takes is only prepared here and becomes
+        visible with the others when that transaction commits: the snapshot the
+        transaction read is returned.
+        """
+        collector = _collector
+        if collector is not None and collector(self, operation, parameters, metrics, user_metadata):
+            assert self.snapshot is not None  # the collector refuses a table's creation
+            return self.snapshot
         self.prepare_commit(operation, parameters, metrics, user_metadata)
         while True:
             data = self.next_attempt()

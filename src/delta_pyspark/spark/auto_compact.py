@@ -60,7 +60,8 @@ def commit_and_compact(
     """Commit ``txn``, then auto-compact the partitions it added files to (as delta-spark's
     post-commit hook does after writes, DELETE, UPDATE and MERGE alike)."""
     committed = txn.commit(operation, parameters, metrics, user_metadata)
-    auto_compact(spark, txn.log, committed.configuration, txn.added_files)
+    if txn.committed_version is not None:  # not deferred into a multi-table transaction
+        auto_compact(spark, txn.log, committed.configuration, txn.added_files)
     return committed
 
 

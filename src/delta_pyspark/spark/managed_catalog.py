@@ -11,6 +11,9 @@ A session attached to a catalog (``use_catalog(spark, url)``, or the conf
   locations), so SQL and ``spark.table`` resolve their names. Tables another process creates
   later appear after ``sync_catalog(spark)``.
 
+``with delta_pyspark.transaction(spark):`` commits the block's writes and DML on several
+of the catalog's tables atomically (``core.multi_table``).
+
 ``CREATE TABLE name (...) USING delta TBLPROPERTIES ('delta.feature.catalogManaged' =
 'supported')`` creates one (``sql/create_table.py``); ``DROP TABLE`` of one removes it from
 both catalogs and leaves its files, as the core's ``Catalog.drop_table`` does. VACUUM,
@@ -21,10 +24,12 @@ OPTIMIZE and REORG run only when the catalog permits them
 from __future__ import annotations
 
 import threading
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING
 
 from delta_pyspark.core.catalog_managed import Catalog
 from delta_pyspark.core.delta_log import set_coordinator_resolver
+from delta_pyspark.core.multi_table import MultiTableTransaction
 from delta_pyspark.core.schema import StructType, schema_to_string
 from delta_pyspark.core.table_properties import validate_properties
 from delta_pyspark.exceptions import DeltaAnalysisException
@@ -94,6 +99,19 @@ def sync_catalog(spark: SparkSession) -> list[str]:
             _register(spark, entry.name, entry.location)
             added.append(entry.name)
     return added
+
+
+def transaction(spark: SparkSession) -> AbstractContextManager[MultiTableTransaction]:
+    """``with delta_pyspark.transaction(spark) as tx:`` — the writes and DML of the block on
+    the attached catalog's catalog-managed tables (one operation per table) commit together,
+    atomically, when it ends; an exception commits none of them."""
+    catalog = attached()
+    if catalog is None:
+        raise DeltaAnalysisException(
+            f"a multi-table transaction needs the session attached to a catalog (set {URL_CONF} "
+            "or call delta_pyspark.use_catalog(spark, url))"
+        )
+    return catalog.transaction().collecting()
 
 
 def create_catalog_table(
@@ -176,5 +194,6 @@ __all__ = [
     "create_catalog_table",
     "drop_catalog_table",
     "sync_catalog",
+    "transaction",
     "use_catalog",
 ]
