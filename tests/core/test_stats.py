@@ -418,3 +418,25 @@ print("ok")
 """
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
     assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-2000:]
+
+
+def test_variant_column_is_one_leaf_with_a_null_count(tmp_path: Path) -> None:
+    """PROTOCOL.md: a variant gets nullCount only, as one number, never its struct's parts."""
+    variant = pa.struct(
+        [pa.field("value", pa.binary(), nullable=False), pa.field("metadata", pa.binary(), False)]
+    )
+    schema = pa.schema([pa.field("id", pa.int64()), pa.field("v", variant)])
+    assert stats_leaves(schema) == [(("id",), pa.int64()), (("v",), variant)]
+    table = pa.table(
+        {
+            "id": pa.array([1, 2, 3], pa.int64()),
+            "v": pa.array(
+                [{"value": b"\x0c\x01", "metadata": b"\x01\x00\x00"}, None, None], variant
+            ),
+        }
+    )
+    path = tmp_path / "v.parquet"
+    pq.write_table(table, path)
+    stats = json.loads(collect_parquet_stats(pq.read_metadata(path), schema))
+    assert stats["nullCount"] == {"id": 0, "v": 2}
+    assert "v" not in stats["minValues"]

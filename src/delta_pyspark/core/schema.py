@@ -51,6 +51,7 @@ __all__ = [
     "from_arrow_schema",
     "from_arrow_type",
     "is_type_widening_supported",
+    "is_variant_struct",
     "merge_schemas",
     "parse_schema_string",
     "schema_to_string",
@@ -402,7 +403,7 @@ def to_arrow_schema(schema: StructType) -> pa.Schema:
     return pa.schema([to_arrow_field(f) for f in schema.fields])
 
 
-def _is_variant_struct(t: pa.StructType) -> bool:
+def is_variant_struct(t: pa.StructType) -> bool:
     """Unshredded variant layout: exactly binaries ``value`` and ``metadata``, both required
     (either order: Spark writes value first, the Parquet spec lists metadata first)."""
     if t.num_fields != 2:
@@ -453,7 +454,7 @@ def from_arrow_type(t: pa.DataType) -> DataType:
     ):
         return ArrayType(from_arrow_type(t.value_type), t.value_field.nullable)
     if types.is_struct(t):
-        if _is_variant_struct(t):
+        if is_variant_struct(t):
             return VARIANT
         return StructType(tuple(_from_arrow_field(t.field(i)) for i in range(t.num_fields)))
     if types.is_dictionary(t):

@@ -14,6 +14,8 @@ from collections.abc import Iterable, Sequence
 
 import pyarrow as pa
 
+from delta_pyspark.core.schema import is_variant_struct
+
 STRING_PREFIX_LENGTH = 32  # delta-spark's spark.databricks.delta.stats.skipping.stringPrefixLength
 ASCII_MAX_CHAR = "\x7f"
 UTF8_MAX_CHAR = "\U0010ffff"
@@ -51,7 +53,7 @@ def split_column_name(name: str) -> Path:
 def _leaves(fields: Iterable[pa.Field], prefix: Path = ()) -> list[tuple[Path, pa.DataType]]:
     out: list[tuple[Path, pa.DataType]] = []
     for f in fields:
-        if pa.types.is_struct(f.type):
+        if pa.types.is_struct(f.type) and not is_variant_struct(f.type):  # a variant is a leaf
             out.extend(_leaves(f.type.fields, (*prefix, f.name)))
         else:
             out.append(((*prefix, f.name), f.type))

@@ -18,6 +18,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from delta_pyspark.core.schema import is_variant_struct
 from delta_pyspark.core.stats import (
     ASCII_MAX_CHAR,
     STRING_PREFIX_LENGTH,
@@ -89,6 +90,13 @@ def collect_parquet_stats(
         sub = [i for p, i in index.items() if p.startswith(key + ".")]
         if key not in index and not sub:
             _put(nulls, path, str(metadata.num_rows))  # column absent from the file: all null
+            continue
+        if pa.types.is_struct(typ) and is_variant_struct(typ):
+            # nullCount only (PROTOCOL.md): a null variant is a null in its required ``value``
+            value = index.get(key + ".value")
+            count = None if value is None else _null_count(metadata, value)
+            if count is not None:
+                _put(nulls, path, str(count))
             continue
         if nested or key not in index:
             if sub and _nested_has_no_nulls(metadata, sub):

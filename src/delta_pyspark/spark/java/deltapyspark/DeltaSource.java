@@ -94,6 +94,36 @@ public final class DeltaSource
     return "delta";
   }
 
+  /**
+   * The column types a write may carry: Spark's default for this interface plus {@code
+   * VARIANT}, which Delta stores (the {@code variantType} feature) and Spark's Parquet writer
+   * writes; intervals are still refused, as Delta has no type for them.
+   */
+  public boolean supportsDataType(DataType type) {
+    if (type instanceof org.apache.spark.sql.types.ArrayType) {
+      return supportsDataType(((org.apache.spark.sql.types.ArrayType) type).elementType());
+    }
+    if (type instanceof org.apache.spark.sql.types.MapType) {
+      org.apache.spark.sql.types.MapType map = (org.apache.spark.sql.types.MapType) type;
+      return supportsDataType(map.keyType()) && supportsDataType(map.valueType());
+    }
+    if (type instanceof StructType) {
+      org.apache.spark.sql.types.StructField[] fields = ((StructType) type).fields();
+      for (int i = 0; i < fields.length; i++) {
+        if (!supportsDataType(fields[i].dataType())) {
+          return false;
+        }
+      }
+      return true;
+    }
+    if (type instanceof org.apache.spark.sql.types.UserDefinedType) {
+      return supportsDataType(((org.apache.spark.sql.types.UserDefinedType) type).sqlType());
+    }
+    return !(type instanceof org.apache.spark.sql.types.CalendarIntervalType
+        || type instanceof org.apache.spark.sql.types.DayTimeIntervalType
+        || type instanceof org.apache.spark.sql.types.YearMonthIntervalType);
+  }
+
   public BaseRelation createRelation(SQLContext context, Map parameters) {
     SparkSession session = context.sparkSession();
     String extensions = session.sparkContext().conf().get("spark.sql.extensions", "");
