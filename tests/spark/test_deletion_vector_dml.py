@@ -299,6 +299,7 @@ def test_copy_on_write_merge_keeps_rows_by_position_or_by_join_alike(
     kept by leaving out the changed rows' positions (and the old vectors' rows), or by
     joining every row with the source; both give the same table and rewrite the same files."""
     import delta_pyspark.spark.merge as merge_module
+    import delta_pyspark.spark.merge.positional as positional_module
 
     path = str(tmp_path / "t")
     _make(spark, path, n=400, partitioned=partitioned)  # 100 rows a file
@@ -314,7 +315,7 @@ def test_copy_on_write_merge_keeps_rows_by_position_or_by_join_alike(
 
     monkeypatch.setattr(merge_module.MergeCommand, "_unchanged_rows", spy)
     if not by_position:
-        monkeypatch.setattr(merge_module, "_POSITIONAL_MAX_SOURCE_ROWS", -1)
+        monkeypatch.setattr(positional_module, "_POSITIONAL_MAX_SOURCE_ROWS", -1)
     src = spark.createDataFrame(
         [(3, -3), (5, None), (13, -13), (15, -15), (999, -999)], "id long, v long"
     )

@@ -832,7 +832,7 @@ def test_merge_from_streaming_foreach_batch(spark: Any, tmp_path: Path):
 def test_merge_broadcasts_the_source_only_within_sparks_threshold(spark: Any, conf: Any) -> None:
     """The (checkpointed) source is hinted for broadcast when Spark's estimate of its size
     is within ``spark.sql.autoBroadcastJoinThreshold``; never with broadcasts turned off."""
-    from delta_pyspark.spark.merge import _broadcastable
+    from delta_pyspark.spark.merge.source import _broadcastable
 
     df = spark.range(1_000).selectExpr("id", "CONCAT('v', id) AS s").localCheckpoint()
     size = int(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes())

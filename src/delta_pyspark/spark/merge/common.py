@@ -1,0 +1,29 @@
+"""Names and sizes the merge modules share: column markers, the COPY/DROP actions."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+
+_SOURCE_MARK = "__delta_merge_source"
+_TARGET_MARK = "__delta_merge_target"
+_ACTION = "__delta_merge_action"
+_MATCHED_ID = "__delta_merge_matched"
+_BEFORE = "__delta_merge_before_"
+COPY, DROP = -1, -2
+# A source "much smaller" than the target files: their rows outnumber its rows by this
+# factor. Then matched source ids for inserts (without phase 1 pairs) come from a
+# (broadcast) join instead of an anti-join over every target key, and a copy-on-write
+# rewrite may keep unchanged rows by position (``_keeps_rows_by_position``).
+_SMALL_SOURCE_FACTOR = 4
+
+
+def _union(frames: list[DataFrame]) -> DataFrame:
+    """``frames`` (at least one) one after another, columns matched by name."""
+    out = frames[0]
+    for other in frames[1:]:
+        out = out.unionByName(other)
+    return out

@@ -1,0 +1,60 @@
+"""Deletion vectors: mark the changed rows deleted instead of rewriting files; updated
+rows are written from the persisted phase 1 pairs."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from delta_pyspark.core.row_deletion import dv_metrics
+from delta_pyspark.core.schema import StructType
+from delta_pyspark.core.snapshot import Snapshot
+from delta_pyspark.core.transaction import Transaction
+from delta_pyspark.spark.conditions import as_column
+from delta_pyspark.spark.merge.common import _ACTION, _SOURCE_MARK
+from delta_pyspark.spark.merge.matching import _Matches
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+
+class _DeletionVectors:
+    """The deletion-vector write."""
+
+    def _delete_changed_rows(
+        self,
+        txn: Transaction,
+        snapshot: Snapshot,
+        schema: StructType,
+        src: DataFrame,
+        found: _Matches,
+        fresh: list[DataFrame],
+    ) -> list[Any]:
+        """Mark the rows a clause changed deleted (no file is rewritten); the new versions
+        of updated rows go to ``fresh``. The deletion vectors' changes, for the commit."""
+        cond = as_column(self.condition)
+        present = src[_SOURCE_MARK].isNotNull()
+        deletes = txn.delete_rows(*found.changed)
+        updates = any(c.action == "update" for c in self.matched + self.by_source)
+        if updates and found.changed[0].num_rows:
+            if found.rows:  # cached new values: no second scan
+                fresh.append(self._updated_rows(found, schema))
+            else:
+                tgt = self._target(snapshot, found.changed[0])
+                joined = self._join(tgt, src, cond, "left_outer" if self.by_source else "inner")
+                fresh.append(self._project(joined, tgt, src, schema, present, copies=False))
+        return deletes
+
+    def _updated_rows(self, found: _Matches, schema: StructType) -> DataFrame:
+        """The new versions of updated target rows, from the persisted phase 1 pairs."""
+        from pyspark.sql import functions as F
+
+        codes = [i for i, c in self._codes() if c.action == "update"]
+        updated = found.pairs.where(F.col(_ACTION).isin(codes))
+        return updated.select(*[f"`{f.name}`" for f in schema.fields])
+
+
+def _deletion_vector_metrics(metrics: dict[str, Any], deletes: list[Any]) -> None:
+    """A deletion-vector merge copies no rows; its vectors' metrics join the merge's."""
+    metrics["numTargetRowsCopied"] = 0
+    metrics["numTargetRowsInserted"] = metrics["numOutputRows"] - (metrics["numTargetRowsUpdated"])
+    metrics |= {k.replace("num", "numTarget", 1): v for k, v in dv_metrics(deletes).items()}

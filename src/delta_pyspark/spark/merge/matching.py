@@ -1,0 +1,135 @@
+"""Phase 1 of a merge: join the candidate files with the source and find the touched
+files, per-clause counts and (persisted) matched pairs (``_Matches``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pyarrow.compute as pc
+
+from delta_pyspark.core.schema import StructType
+from delta_pyspark.core.snapshot import Snapshot
+from delta_pyspark.exceptions import DeltaUnsupportedOperationException
+from delta_pyspark.spark.conditions import as_column
+from delta_pyspark.spark.merge.common import _ACTION, _SOURCE_MARK, _TARGET_MARK, COPY
+from delta_pyspark.spark.rewrite import rows_by_file
+from delta_pyspark.spark.scan import FILE_PATH, ROW_INDEX, read_files
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column as SparkColumn
+    from pyspark.sql import DataFrame
+
+
+@dataclass
+class _Matches:
+    """Phase 1's findings: rows per clause, files with matches / to rewrite, and the
+    persisted matched pairs (source ids, and with ``rows`` the joined rows themselves)."""
+
+    counts: dict[int, int]
+    matched_uris: set[str]
+    touched_uris: set[str]
+    multiple: bool
+    changed: tuple[Any, list[Any]]  # deletion vectors: files and their changed row indexes
+    pairs: DataFrame | None = None
+    rows: bool = False  # ``pairs`` also holds the updated rows' new values
+
+
+class _Matching:
+    """Reading the target, joining it with the source, finding matches."""
+
+    def _target(self, snapshot: Snapshot, files: Any, with_row_ids: bool = False) -> DataFrame:
+        from pyspark.sql import functions as F
+
+        df = read_files(self.spark, snapshot, files, with_row_ids=with_row_ids)
+        df = df.withColumn(_TARGET_MARK, F.lit(True))
+        return df.alias(self.alias) if self.alias else df
+
+    def _join(self, tgt: DataFrame, src: DataFrame, cond: SparkColumn, how: str) -> DataFrame:
+        """``tgt`` joined with the source, broadcasting the source when it measured within
+        Spark's threshold: Spark would broadcast whichever side its estimates call smaller,
+        and a target scan's estimate (compressed bytes) is far below its size in memory."""
+        return tgt.join(src.hint("broadcast") if self.broadcast_source else src, cond, how)
+
+    def _find_matches(
+        self,
+        snapshot: Snapshot,
+        schema: StructType,
+        src: DataFrame,
+        candidates: Any,
+        positions: bool,
+        unique: bool,
+        cached: list[DataFrame],
+    ) -> _Matches:
+        """Phase 1: join the candidate files with the source; one aggregated job gives the
+        files to rewrite, the per-clause row counts and whether a target row matched
+        several source rows (skipped, with one aggregation level less, when the source's
+        join keys are unique). Without not-matched-by-source clauses the matched pairs are
+        persisted: the insert step takes the unmatched source ids from them. ``positions``
+        also collects the changed rows' positions and keeps the updated rows' new values
+        in the pairs, to be written straight from them."""
+        from pyspark import StorageLevel
+        from pyspark.sql import functions as F
+
+        found = _Matches({}, set(), set(), False, (candidates.slice(0, 0), []))
+        if not (self.matched or self.by_source) or not candidates.num_rows:
+            return found
+        tgt = self._target(snapshot, candidates, with_row_ids=True)
+        how = "left_outer" if self.by_source else "inner"
+        joined = self._join(tgt, src, as_column(self.condition), how)
+        present = src[_SOURCE_MARK].isNotNull()
+        action = self._action(tgt, src, present, include_inserts=False)
+        if how == "inner":
+            updates = any(c.action == "update" for c in self.matched)
+            found.rows = positions and updates
+            # what the summary and the inserts need; with positions also the updated
+            # rows' new values (only the target columns those read are scanned)
+            values = self._values(tgt, src, schema, updates_only=True) if found.rows else []
+            joined = joined.select(
+                tgt[FILE_PATH], tgt[ROW_INDEX], src[_SOURCE_MARK], action.alias(_ACTION), *values
+            )
+            action = F.col(_ACTION)
+            joined = joined.persist(StorageLevel.MEMORY_AND_DISK)
+            cached.append(joined)
+            found.pairs = joined
+        if unique:  # one source row per matched target row: the pairs are the rows
+            rows = joined.select(
+                F.col(FILE_PATH),
+                F.col(ROW_INDEX),
+                F.when(present, F.lit(1)).otherwise(F.lit(0)).alias("n"),
+                action.alias("a"),
+            )
+        else:
+            rows = joined.groupBy(FILE_PATH, ROW_INDEX).agg(
+                F.count(_SOURCE_MARK).alias("n"), F.min(action).alias("a")
+            )
+        aggs = [F.count(F.lit(1)).alias("rows"), F.max("n").alias("maxn")]
+        if positions:  # of the rows a clause changes
+            aggs.append(F.collect_list(F.when(F.col("a") != COPY, F.col(ROW_INDEX))).alias("ids"))
+        summary = rows.groupBy(FILE_PATH, "a", (F.col("n") > 0).alias("m")).agg(*aggs).toArrow()
+        for r in summary.select([FILE_PATH, "a", "m", "rows", "maxn"]).to_pylist():
+            found.counts[r["a"]] = found.counts.get(r["a"], 0) + int(r["rows"])
+            found.multiple = found.multiple or int(r["maxn"]) > 1
+            if r["m"]:
+                found.matched_uris.add(r[FILE_PATH])
+            if r["a"] != COPY or (self.inserts and r["m"]):
+                found.touched_uris.add(r[FILE_PATH])
+        if found.multiple and self.matched and not self._unconditional_delete_only():
+            raise DeltaUnsupportedOperationException(
+                "MERGE cannot decide what to do: several source rows matched the same target "
+                "row and a WHEN MATCHED clause would update or delete it. Deduplicate the "
+                "source on the merge keys (or tighten the merge condition) so each target "
+                "row matches at most one source row."
+            )
+        if positions:
+            ids = summary.column("ids").combine_chunks()
+            uris = pc.take(summary.column(FILE_PATH), pc.list_parent_indices(ids))
+            found.changed = rows_by_file(snapshot, candidates, uris, pc.list_flatten(ids))
+        return found
+
+    def _unconditional_delete_only(self) -> bool:
+        return (
+            len(self.matched) == 1
+            and self.matched[0].action == "delete"
+            and self.matched[0].condition is None
+        )

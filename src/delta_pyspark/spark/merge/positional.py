@@ -1,0 +1,54 @@
+"""Copy-on-write by position: keep a rewritten file's unchanged rows by leaving out the
+changed rows' positions, for sources much smaller than the candidate files."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from delta_pyspark.core.schema import StructType
+from delta_pyspark.core.snapshot import Snapshot
+from delta_pyspark.spark.merge.common import _SMALL_SOURCE_FACTOR
+from delta_pyspark.spark.merge.matching import _Matches
+from delta_pyspark.spark.merge.source import _SourceSummary
+from delta_pyspark.spark.rewrite import live_rows
+from delta_pyspark.spark.scan import file_uris, read_files
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+
+# Copy-on-write merges of sources up to this many rows may collect the changed rows'
+# positions (8 bytes each) on the driver and read the rewritten files without them
+# (``_keeps_rows_by_position``); larger ones join every row of those files with the source.
+_POSITIONAL_MAX_SOURCE_ROWS = 10_000_000
+
+
+class _Positional:
+    """Choosing and reading the positional rewrite."""
+
+    def _keeps_rows_by_position(
+        self, snapshot: Snapshot, schema: StructType, candidates: Any, source: _SourceSummary
+    ) -> bool:
+        """Whether a copy-on-write merge reads the unchanged rows of the files it rewrites
+        by leaving out the changed rows' positions (``_unchanged_rows``) instead of joining
+        every row with the source. That needs the phase 1 pairs (no not-matched-by-source
+        clauses), an unchanged schema, and the changed positions on the driver, so a
+        bounded source; it pays when the candidate files hold many more rows than the
+        source (measured: 10M target rows, 200k source rows, 12% faster; 616k and 200k,
+        4% slower)."""
+        if self.by_source or schema != snapshot.schema:
+            return False
+        if source.rows > _POSITIONAL_MAX_SOURCE_ROWS:
+            return False
+        target_rows = live_rows(candidates)
+        return target_rows is not None and target_rows > _SMALL_SOURCE_FACTOR * source.rows
+
+    def _unchanged_rows(self, snapshot: Snapshot, touched: Any, found: _Matches) -> DataFrame:
+        """The rows of the ``touched`` files no clause changed: the files read without the
+        changed rows' positions, as if deleted (no join of every row with the source)."""
+        changed = dict(zip(file_uris(snapshot, found.changed[0]), found.changed[1], strict=True))
+        none = np.empty(0, np.int64)
+        drops = [changed.get(uri, none) for uri in file_uris(snapshot, touched)]
+        return read_files(self.spark, snapshot, touched, drop_rows=drops)

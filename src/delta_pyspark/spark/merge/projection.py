@@ -1,0 +1,145 @@
+"""Clause evaluation: which clause applies to a joined row and the column values it writes."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from delta_pyspark.core.schema import StructField, StructType
+from delta_pyspark.exceptions import DeltaAnalysisException
+from delta_pyspark.spark.conditions import as_column, assigned_value, resolve_assignments
+from delta_pyspark.spark.merge.clauses import MergeClause
+from delta_pyspark.spark.merge.common import _ACTION, _SOURCE_MARK, COPY, DROP
+from delta_pyspark.spark.scan import FILE_PATH, ROW_INDEX
+from delta_pyspark.spark.types import to_spark_type
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column as SparkColumn
+    from pyspark.sql import DataFrame
+
+
+class _Projection:
+    """Per-row clause choice and the values the chosen clause writes."""
+
+    def _codes(self) -> list[tuple[int, MergeClause]]:
+        return list(enumerate(self.clauses))
+
+    def _action(
+        self,
+        tgt: DataFrame | None,
+        src: DataFrame,
+        source_present: SparkColumn | None,
+        include_inserts: bool,
+    ) -> SparkColumn:
+        """The index of the first clause that applies to each joined row (COPY / DROP if none)."""
+        from pyspark.sql import functions as F
+
+        branches = []
+        for code, clause in self._codes():
+            cond = F.lit(True) if clause.condition is None else as_column(clause.condition)
+            cond = F.coalesce(cond, F.lit(False))
+            if clause.when == "matched" and source_present is not None and tgt is not None:
+                branches.append((source_present & cond, code))
+            elif clause.when == "notMatchedBySource" and source_present is not None:
+                branches.append((~source_present & cond, code))
+            elif clause.when == "notMatched" and include_inserts:
+                branches.append((cond, code))
+        result = None
+        for when, code in branches:
+            result = F.when(when, F.lit(code)) if result is None else result.when(when, code)
+        fallback = F.lit(COPY if tgt is not None else DROP)
+        return fallback if result is None else result.otherwise(fallback)
+
+    def _project(
+        self,
+        joined: DataFrame,
+        tgt: DataFrame | None,
+        src: DataFrame,
+        schema: StructType,
+        source_present: SparkColumn | None,
+        copies: bool = True,
+        row_ids: bool = False,
+    ) -> DataFrame:
+        """Rows written for ``joined``: clause results in table column order, deletes dropped
+        (and unchanged target rows too unless ``copies``); ``row_ids`` keeps the target's
+        ``FILE_PATH`` and ``ROW_INDEX``."""
+        from pyspark.sql import functions as F
+
+        action = self._action(tgt, src, source_present, include_inserts=tgt is None)
+        cols = self._values(tgt, src, schema)
+        ids = [tgt[c] for c in (FILE_PATH, ROW_INDEX)] if row_ids and tgt is not None else []
+        with_action = joined.select(action.alias(_ACTION), *cols, *ids)
+        deletes = [code for code, c in self._codes() if c.action == "delete"]
+        dropped = [DROP, *deletes] if copies else [DROP, COPY, *deletes]
+        kept = with_action.where(~F.col(_ACTION).isin(dropped))
+        return kept.drop(_ACTION)
+
+    def _values(
+        self,
+        tgt: DataFrame | None,
+        src: DataFrame,
+        schema: StructType,
+        updates_only: bool = False,
+    ) -> list[SparkColumn]:
+        """The table's columns as the clause chosen in ``_ACTION`` sets them (a lateral
+        reference: select them with ``_ACTION``). ``updates_only``: the values only matter
+        for rows an update clause chose, so a column every update clause assigns does not
+        reference the target's current value (Spark then need not read it)."""
+        from pyspark.sql import functions as F
+
+        source_cols = {c.lower(): c for c in src.columns if c != _SOURCE_MARK}
+        cols = []
+        for field in schema.fields:
+            spark_type = to_spark_type(field.type)
+            if tgt is not None and field.name in tgt.columns:
+                current = tgt[f"`{field.name}`"]
+            else:
+                current = F.lit(None).cast(spark_type)
+            value, assigned_by_all = None, True
+            for code, clause in self._codes():
+                if clause.action == "delete" or (clause.when == "notMatched") != (tgt is None):
+                    continue
+                new = self._clause_value(clause, field, schema, current, src, source_cols)
+                if new is None:
+                    assigned_by_all = False
+                    continue
+                new = new.cast(spark_type)
+                test = F.col(_ACTION) == code
+                value = F.when(test, new) if value is None else value.when(test, new)
+            if value is None:
+                column = current
+            elif updates_only and assigned_by_all:
+                column = value
+            else:
+                column = value.otherwise(current)
+            cols.append(column.alias(field.name))
+        return cols
+
+    def _clause_value(
+        self,
+        clause: MergeClause,
+        field: StructField,
+        schema: StructType,
+        current: SparkColumn,
+        src: DataFrame,
+        source_cols: dict[str, str],
+    ) -> SparkColumn | None:
+        """The value ``clause`` gives ``field`` (None: leave it as it is)."""
+        if clause.star:
+            name = source_cols.get(field.name.lower())
+            if name is not None:
+                return src[f"`{name}`"]
+            if self.evolve:
+                return None  # a target-only column keeps its value (null when inserting)
+            raise DeltaAnalysisException(
+                f"{clause.action}All: the source has no column {field.name!r} "
+                f"(source columns: {sorted(source_cols.values())})"
+            )
+        grouped = resolve_assignments(schema, clause.assignments or {}, f"MERGE {clause.action}")
+        assignments = grouped.get(field.name)
+        if assignments is None:
+            return None
+        if clause.action == "insert" and any(path for path, _ in assignments):
+            raise DeltaAnalysisException(
+                f"MERGE insert: assign whole columns, not nested fields ({field.name})"
+            )
+        return assigned_value(current, assignments)
