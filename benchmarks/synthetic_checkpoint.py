@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from benchmarks.snapshot_load import SCHEMA
 from delta_pyspark.core.actions import ADD_SCHEMA, REMOVE_SCHEMA
 from delta_pyspark.core.checkpoint import (
     CHECKPOINT_REMOVE_FIELDS,
@@ -40,18 +41,6 @@ CHECKPOINT_VERSION = 10
 COMMITS_AFTER = 5
 ADDS_PER_COMMIT = 100
 REMOVES_PER_COMMIT = 20
-SCHEMA_STRING = json.dumps(
-    {
-        "type": "struct",
-        "fields": [
-            {"name": "id", "type": "long", "nullable": True, "metadata": {}},
-            {"name": "value", "type": "double", "nullable": True, "metadata": {}},
-            {"name": "name", "type": "string", "nullable": True, "metadata": {}},
-            {"name": "ts", "type": "timestamp", "nullable": True, "metadata": {}},
-            {"name": "part", "type": "string", "nullable": True, "metadata": {}},
-        ],
-    }
-)
 
 
 def _strings(values: np.ndarray) -> pa.Array:
@@ -198,7 +187,7 @@ def _write_checkpoint(log_dir: Path, version: int, files: int, seed: int) -> int
     metadata = {
         "id": str(uuid.UUID(int=seed)),
         "format": {"provider": "parquet", "options": {}},
-        "schemaString": SCHEMA_STRING,
+        "schemaString": SCHEMA,
         "partitionColumns": ["part"],
         "configuration": {"delta.checkpoint.writeStatsAsStruct": "true"},
         "createdTime": BASE_MS,
