@@ -22,6 +22,19 @@ def from_spark_schema(schema: Any) -> StructType:
     return StructType.from_json(schema.jsonValue())
 
 
+def spark_schema_from_ddl(spark: Any, ddl: str) -> Any:
+    """Column definitions (``id BIGINT NOT NULL COMMENT 'k', v INT``) as Spark's own parser
+    reads them (PySpark's drops NOT NULL and comments): a PySpark ``StructType``."""
+    import json
+
+    from pyspark.sql.types import StructType as SparkStruct
+
+    from delta_pyspark.spark.integration import jvm
+
+    parsed = jvm(spark).org.apache.spark.sql.types.StructType.fromDDL(ddl).json()
+    return SparkStruct.fromJson(json.loads(parsed))
+
+
 def relaxed(spark_type: Any) -> Any:
     """``spark_type`` with every nested field, array element and map value nullable.
 

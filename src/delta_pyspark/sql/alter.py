@@ -263,10 +263,8 @@ def _data_type(spark: SparkSession, text: str) -> DataType:
 
 
 def _add_columns(spark: SparkSession, path: str, ddl: str) -> None:
-    from pyspark.sql.types import StructType as SparkStruct
-
     from delta_pyspark.core.alter_table import add_columns
-    from delta_pyspark.spark.types import from_spark_schema
+    from delta_pyspark.spark.types import from_spark_schema, spark_schema_from_ddl
 
     for column in split_top(ddl):
         words = tokenize(column)
@@ -274,6 +272,5 @@ def _add_columns(spark: SparkSession, path: str, ddl: str) -> None:
             raise DeltaUnsupportedOperationException(
                 f"ADD COLUMNS ... FIRST/AFTER is not supported ({column}): new columns go last"
             )
-    parsed = jvm(spark).org.apache.spark.sql.types.StructType.fromDDL(ddl).json()
-    schema = from_spark_schema(SparkStruct.fromJson(json.loads(parsed)))
+    schema = from_spark_schema(spark_schema_from_ddl(spark, ddl))
     add_columns(DeltaLog.for_table(path), schema.fields)

@@ -8,17 +8,15 @@ does this), and a catalog-managed table by name (``TBLPROPERTIES
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
 from delta_pyspark.exceptions import DeltaAnalysisException, DeltaUnsupportedOperationException
-from delta_pyspark.spark.integration import jvm
 from delta_pyspark.spark.managed_catalog import create_catalog_table
 from delta_pyspark.spark.table_writes import TableDefinition, create_at_path
-from delta_pyspark.spark.types import from_spark_schema
+from delta_pyspark.spark.types import from_spark_schema, spark_schema_from_ddl
 from delta_pyspark.sql.statement import Statement
 from delta_pyspark.sql.text import StatementParser, TableRef, parse_properties, split_top
 
@@ -47,7 +45,9 @@ def create_table(p: StatementParser, target: TableRef, if_not_exists: bool) -> S
     path = target.delta_path
 
     def run(spark: SparkSession, _path: str) -> None:
-        schema = None if definition.columns is None else _schema(spark, definition.columns)
+        schema = (
+            None if definition.columns is None else spark_schema_from_ddl(spark, definition.columns)
+        )
         if path is None:
             _create_in_catalog(spark, target, definition, schema, if_not_exists)
             return
@@ -141,10 +141,3 @@ def _query_follows(p: StatementParser) -> bool:
     """``CREATE TABLE t (SELECT ...)``: the parentheses hold a query, not columns."""
     token = p.peek(1)
     return token is not None and (token.is_word("SELECT") or token.is_word("WITH"))
-
-
-def _schema(spark: SparkSession, columns: str) -> Any:
-    from pyspark.sql.types import StructType
-
-    parsed = jvm(spark).org.apache.spark.sql.types.StructType.fromDDL(columns).json()
-    return StructType.fromJson(json.loads(parsed))
