@@ -24,7 +24,8 @@ from delta_pyspark.core.schema import PrimitiveType, StructField, StructType, sc
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.table_paths import dv_file_path
 from delta_pyspark.core.transaction import Transaction, create_table
-from delta_pyspark.core.vacuum import is_hidden, plan_vacuum, retention_ms, vacuum
+from delta_pyspark.core.vacuum import vacuum
+from delta_pyspark.core.vacuum_plan import is_hidden, plan_vacuum, retention_ms
 from delta_pyspark.exceptions import DeltaError, DeltaIllegalArgumentException
 
 SCHEMA = StructType(
@@ -373,7 +374,7 @@ def test_a_failed_deletion_records_vacuum_end_failed(tmp_path: Path, monkeypatch
     remove(log, a["path"], days_ago=30)
     age_all(tmp_path)
 
-    def broken(paths: list[str], parallelism: int) -> int:
+    def broken(*_args: object) -> int:
         raise PermissionError("read-only storage")
 
     monkeypatch.setattr(vacuum_module, "_delete_all", broken)

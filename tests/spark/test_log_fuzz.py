@@ -30,7 +30,7 @@ from typing import Any
 import pytest
 
 from delta_pyspark.core.delta_log import DeltaLog
-from delta_pyspark.core.vacuum import plan_vacuum
+from delta_pyspark.core.vacuum_plan import plan_vacuum
 from delta_pyspark.exceptions import DeltaError
 from delta_pyspark.tables import DeltaTable
 

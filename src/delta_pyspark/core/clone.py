@@ -39,11 +39,9 @@ entry and the files it copied.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import re
-import shutil
 import time
 import uuid
 from collections.abc import Mapping
@@ -56,7 +54,7 @@ from delta_pyspark.core.actions import remove_actions
 from delta_pyspark.core.clone_registry import register_shallow_clone
 from delta_pyspark.core.deletion_vectors import DeletionVectorDescriptor, z85_encode
 from delta_pyspark.core.delta_log import DeltaLog
-from delta_pyspark.core.log_store import to_local_path
+from delta_pyspark.core.log_store import LogStore, to_local_path
 from delta_pyspark.core.restore import add_actions, merge_protocols
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.table_features import protocol_for
@@ -122,23 +120,16 @@ def shallow_adds(source: Snapshot) -> list[dict[str, Any]]:
 class _Copier:
     """Copies files into the target without overwriting anything; remembers what it made."""
 
+    store: LogStore
     target_root: str
     created: list[str] = field(default_factory=list)
     checked_dirs: set[str] = field(default_factory=set)
 
     def copy(self, src: str, dest: str) -> bool:
         """Copy ``src`` to ``dest`` unless ``dest`` exists (then False, nothing written)."""
-        directory = os.path.dirname(dest)
-        self._check_inside(directory)  # before creating anything
-        os.makedirs(directory, exist_ok=True)
-        tmp = os.path.join(directory, f".{os.path.basename(dest)}.{uuid.uuid4().hex}.tmp")
-        shutil.copyfile(src, tmp)
-        try:
-            os.link(tmp, dest)  # atomic; refuses to replace an existing file
-        except FileExistsError:
+        self._check_inside(os.path.dirname(dest))  # before creating anything
+        if not self.store.copy_if_absent(src, dest):
             return False
-        finally:
-            os.unlink(tmp)
         self.created.append(dest)
         return True
 
@@ -146,8 +137,8 @@ class _Copier:
         """Refuse to write where a link (e.g. in a replaced table) leads out of the target."""
         if directory in self.checked_dirs:
             return
-        real_root = os.path.realpath(self.target_root)
-        real = os.path.realpath(directory)
+        real_root = self.store.real_path(self.target_root)
+        real = self.store.real_path(directory)
         if real != real_root and not is_inside(real_root, real):
             raise DeltaUnsupportedOperationException(
                 f"deep clone into {self.target_root}: {directory} leads outside the target "
@@ -157,8 +148,7 @@ class _Copier:
 
     def cleanup(self) -> None:
         for path in self.created:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(path)
+            self.store.delete(path)
 
 
 def _relative_target(root: str, local: str, partitions: int) -> str:
@@ -181,10 +171,10 @@ def _is_absolute(log_path: str) -> bool:
     return log_path.startswith(("/", "file:")) or "://" in log_path
 
 
-def _check_no_link_out(root: str, adds: list[dict[str, Any]]) -> None:
+def _check_no_link_out(store: LogStore, root: str, adds: list[dict[str, Any]]) -> None:
     """Refuse a file the source names relatively but that a symbolic link takes outside
     the source table: copying it would copy a file that is no part of the table."""
-    real_root = os.path.realpath(root)
+    real_root = store.real_path(root)
     for add in adds:
         named: list[tuple[str, str | None]] = (
             [(add["path"], resolve_path(root, add["path"]))] if is_relative(add["path"]) else []
@@ -193,7 +183,7 @@ def _check_no_link_out(root: str, adds: list[dict[str, Any]]) -> None:
         if dv and relative_dv(dv):
             named.append((dv["pathOrInlineDv"], dv_file_path(root, dv)))
         for log_path, local in named:
-            real = os.path.realpath(local) if local is not None else real_root
+            real = store.real_path(local) if local is not None else real_root
             if not is_inside(real_root, real):
                 raise DeltaUnsupportedOperationException(
                     f"deep clone of {root}: {log_path!r} resolves through a symbolic link to "
@@ -208,7 +198,7 @@ def deep_adds(
     """Copy the source's data and DV files into ``target_root``; their adds."""
     root = local_root(source.table_root)
     adds = add_actions(source.files, data_change=True)
-    _check_no_link_out(root, adds)
+    _check_no_link_out(copier.store, root, adds)
     parts = len(source.partition_columns)
     dv_jobs: dict[str, tuple[str, str]] = {}  # source DV file -> (prefix, file uuid)
     for add in adds:
@@ -284,8 +274,9 @@ def _check_target(source_root: str, target_root: str, target: DeltaLog, replace:
                 "Use replace=True to replace its contents with the clone."
             )
         return True
-    if os.path.isdir(target_root):
-        visible = [n for n in os.listdir(target_root) if not n.startswith(("_", "."))]
+    if target.store.is_dir(target_root):
+        visible = [e.name for e in target.store.scan(target_root)]
+        visible = [n for n in visible if not n.startswith(("_", "."))]
         if visible:
             raise DeltaAnalysisException(
                 f"cannot clone to {target_root}: the directory is not empty and is not a Delta "
@@ -326,7 +317,7 @@ def clone_table(
     base = merge_protocols(existing.protocol, source.protocol) if existing else source.protocol
     protocol = protocol_for(source.schema, config, base)
 
-    copier = _Copier(target_root)
+    copier = _Copier(target_log.store, target_root)
     registry: str | None = None
     try:
         if shallow:
@@ -359,8 +350,7 @@ def clone_table(
     except BaseException:
         copier.cleanup()
         if registry is not None:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(registry)
+            source_log.store.delete(registry)
         raise
     return CloneResult(target_root, committed.version, source.version, metrics)
 

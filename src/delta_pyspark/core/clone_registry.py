@@ -14,6 +14,7 @@ import time
 import uuid
 from dataclasses import dataclass
 
+from delta_pyspark.core.log_store import log_store_for
 from delta_pyspark.core.table_paths import local_root
 from delta_pyspark.exceptions import DeltaError
 
@@ -33,34 +34,28 @@ class CloneEntry:
 def register_shallow_clone(source_root: str, clone_root: str, source_version: int) -> str:
     """Record ``clone_root`` in the source's clone registry; returns the entry's path."""
     directory = os.path.join(local_root(source_root), CLONE_REGISTRY_DIR)
-    os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, f"{uuid.uuid4()}.json")
     body = {
         "clonePath": local_root(clone_root),
         "sourceVersion": source_version,
         "createdAt": int(time.time() * 1000),
     }
-    tmp = os.path.join(directory, f".{uuid.uuid4().hex}.tmp")
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(body, f)
-    os.replace(tmp, path)
+    log_store_for(path).write(path, json.dumps(body).encode())
     return path
 
 
 def registered_clones(table_root: str) -> list[CloneEntry]:
     """The shallow clones registered in ``table_root`` (malformed entries are errors)."""
     directory = os.path.join(local_root(table_root), CLONE_REGISTRY_DIR)
-    try:
-        names = sorted(n for n in os.listdir(directory) if n.endswith(".json"))
-    except FileNotFoundError:
-        return []
+    store = log_store_for(directory)
     out = []
-    for name in names:
-        path = os.path.join(directory, name)
+    for status in store.list_from(directory):
+        if not status.name.endswith(".json"):
+            continue
+        path = status.path
         try:
-            with open(path, encoding="utf-8") as f:
-                body = json.load(f)
-            mtime = int(os.stat(path).st_mtime * 1000)
+            body = json.loads(store.read(path))
+            mtime = status.modification_time
             clone_path = str(body["clonePath"])
         except FileNotFoundError:
             continue

@@ -1,16 +1,19 @@
-"""Storage behind the transaction log.
+"""Storage behind the transaction log and the table's files.
 
 The protocol needs four things from storage: list a directory in lexicographic
 order starting at a name, read a file, write a file *only if it does not exist*
-(the commit point for ``NNN.json``), and delete. Everything above this module
-uses these calls only, so an object store plus a commit coordinator can replace
-the local implementation without touching log replay or transactions.
+(the commit point for ``NNN.json``), and delete. Table maintenance needs a few more:
+walk a directory tree without following links (VACUUM, CONVERT, manifests), copy
+(deep CLONE), move (staged data files into place) and remove empty directories.
+Everything above this module, in the core and the Spark engine, uses these calls
+only, so an object store plus a commit coordinator is one new implementation of
+``LogStore``, without touching log replay, transactions or maintenance.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
+import shutil
 import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
@@ -29,6 +32,23 @@ class FileStatus:
     path: str
     size: int
     modification_time: int
+
+    @property
+    def name(self) -> str:
+        return self.path.rsplit("/", 1)[-1]
+
+
+@dataclass(frozen=True, slots=True)
+class DirEntry:
+    """One entry of ``LogStore.scan``: a file, a directory, or a symbolic link (never
+    followed; ``link_to_file`` says whether its target is a regular file)."""
+
+    path: str
+    size: int
+    modification_time: int
+    is_dir: bool = False
+    is_link: bool = False
+    link_to_file: bool = False
 
     @property
     def name(self) -> str:
@@ -76,8 +96,8 @@ class LogStore(ABC):
         """Atomically create or replace ``path`` (``_last_checkpoint``, checkpoints)."""
 
     @abstractmethod
-    def delete(self, path: str) -> None:
-        """Remove a file; a missing file is not an error."""
+    def delete(self, path: str) -> bool:
+        """Remove a file; a missing file is not an error. Whether a file was removed."""
 
     @abstractmethod
     def exists(self, path: str) -> bool:
@@ -86,6 +106,46 @@ class LogStore(ABC):
     @abstractmethod
     def is_dir(self, path: str) -> bool:
         """Whether ``path`` is an existing directory (object stores: a non-empty prefix)."""
+
+    @abstractmethod
+    def status(self, path: str) -> FileStatus:
+        """Size and modification time of a file (through a link: of its target)."""
+
+    @abstractmethod
+    def scan(self, directory: str) -> list[DirEntry]:
+        """The entries directly in ``directory``, unsorted; a missing directory is empty."""
+
+    @abstractmethod
+    def copy_if_absent(self, src: str, dest: str) -> bool:
+        """Copy ``src`` to ``dest`` (parents created); False, copying nothing visible, when
+        ``dest`` exists. Readers never see a partial ``dest``."""
+
+    @abstractmethod
+    def move(self, src: str, dest: str) -> None:
+        """Move a file to ``dest`` (parents created), replacing nothing the caller names
+        twice: staged data files carry unique names."""
+
+    @abstractmethod
+    def remove_empty_dir(self, path: str) -> bool:
+        """Remove ``path`` if it is an empty directory; whether it was removed."""
+
+    @abstractmethod
+    def delete_tree(self, path: str) -> None:
+        """Remove a directory and everything below it; a missing one is not an error."""
+
+    def real_path(self, path: str) -> str:
+        """``path`` with every symbolic link resolved (stores without links: itself)."""
+        return path
+
+    def walk_files(self, directory: str) -> Iterator[DirEntry]:
+        """Every file under ``directory`` (links to files included), entering no link."""
+        stack = [directory]
+        while stack:
+            for entry in self.scan(stack.pop()):
+                if entry.is_dir:
+                    stack.append(entry.path)
+                elif not entry.is_link or entry.link_to_file:
+                    yield entry
 
 
 def to_local_path(path: str) -> str:
@@ -169,15 +229,78 @@ class LocalLogStore(LogStore):
         if durable:
             self._fsync_dir(os.path.dirname(local))
 
-    def delete(self, path: str) -> None:
-        with contextlib.suppress(FileNotFoundError):
+    def delete(self, path: str) -> bool:
+        try:
             os.unlink(to_local_path(path))
+        except FileNotFoundError:
+            return False
+        return True
 
     def exists(self, path: str) -> bool:
         return os.path.exists(to_local_path(path))
 
     def is_dir(self, path: str) -> bool:
         return os.path.isdir(to_local_path(path))
+
+    def status(self, path: str) -> FileStatus:
+        st = os.stat(to_local_path(path))
+        return FileStatus(path, st.st_size, int(st.st_mtime * 1000))
+
+    def scan(self, directory: str) -> list[DirEntry]:
+        try:
+            entries = list(os.scandir(to_local_path(directory)))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        out = []
+        for entry in entries:
+            try:
+                st = entry.stat(follow_symlinks=False)
+                is_link = entry.is_symlink()
+                out.append(
+                    DirEntry(
+                        os.path.normpath(entry.path),
+                        st.st_size,
+                        int(st.st_mtime * 1000),
+                        is_dir=entry.is_dir(follow_symlinks=False),
+                        is_link=is_link,
+                        link_to_file=is_link and os.path.isfile(entry.path),
+                    )
+                )
+            except FileNotFoundError:
+                continue  # deleted while listing
+        return out
+
+    def copy_if_absent(self, src: str, dest: str) -> bool:
+        local = to_local_path(dest)
+        directory = os.path.dirname(local)
+        os.makedirs(directory, exist_ok=True)
+        tmp = os.path.join(directory, f".{os.path.basename(local)}.{uuid.uuid4().hex}.tmp")
+        shutil.copyfile(to_local_path(src), tmp)
+        try:
+            os.link(tmp, local)  # atomic; refuses to replace an existing file
+        except FileExistsError:
+            return False
+        finally:
+            os.unlink(tmp)
+        return True
+
+    def move(self, src: str, dest: str) -> None:
+        local = to_local_path(dest)
+        os.makedirs(os.path.dirname(local), exist_ok=True)
+        os.rename(to_local_path(src), local)
+
+    def remove_empty_dir(self, path: str) -> bool:
+        try:
+            os.rmdir(to_local_path(path))
+        except OSError:  # not empty, gone, or not a directory
+            return False
+        return True
+
+    def delete_tree(self, path: str) -> None:
+        shutil.rmtree(to_local_path(path), ignore_errors=True)
+
+    def real_path(self, path: str) -> str:
+        return os.path.realpath(to_local_path(path))
 
 
 class LastWriterWinsLogStore(LocalLogStore):

@@ -24,7 +24,6 @@ so tables with either are refused.
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Iterable, Mapping
 from urllib.parse import unquote, urlparse
@@ -39,6 +38,7 @@ from delta_pyspark.core.log_segment import commit_name
 from delta_pyspark.core.log_store import LogStore, to_local_path
 from delta_pyspark.core.partition_values import hive_partition_path
 from delta_pyspark.core.snapshot import Snapshot
+from delta_pyspark.core.table_paths import local_root, resolve_path
 from delta_pyspark.exceptions import (
     DeltaIllegalArgumentException,
     DeltaUnsupportedOperationException,
@@ -118,7 +118,7 @@ def write_full_manifest(store: LogStore, snapshot: Snapshot) -> int:
     for directory, uris in entries.items():
         _write(store, base, directory, uris)
     keep = {_manifest_rel(d) for d in entries}
-    _delete_stale(base, keep)
+    _delete_stale(store, base, keep)
     return len(entries)
 
 
@@ -127,7 +127,7 @@ def post_commit_update(store: LogStore, snapshot: Snapshot) -> None:
     check_supported(snapshot)
     base = _manifest_root(snapshot)
     touched = _touched_partitions(store, snapshot)
-    if touched is None or not snapshot.partition_columns or not os.path.isdir(base):
+    if touched is None or not snapshot.partition_columns or not store.is_dir(base):
         write_full_manifest(store, snapshot)
         return
     if not touched:
@@ -139,7 +139,7 @@ def post_commit_update(store: LogStore, snapshot: Snapshot) -> None:
         if subset.num_rows:
             _write(store, base, directory, manifest_entries(snapshot, subset)[directory])
         else:
-            _remove(base, directory)
+            _remove(store, base, directory)
 
 
 # ---------------------------------------------------------------------- helpers
@@ -158,15 +158,10 @@ def _manifest_rel(directory: str) -> str:
 
 def _file_uri(table_root: str, log_path: str) -> str:
     """An add action's path as an absolute, unescaped Hadoop-style URI."""
-    parsed = urlparse(log_path)
-    if parsed.scheme == "file":
-        return "file:" + unquote(parsed.path)
-    if parsed.scheme and len(parsed.scheme) > 1:
+    scheme = urlparse(log_path).scheme
+    if len(scheme) > 1 and scheme != "file":
         return unquote(log_path)
-    decoded = unquote(log_path)
-    if not decoded.startswith("/"):
-        decoded = f"{to_local_path(table_root).rstrip('/')}/{decoded}"
-    return "file:" + decoded
+    return "file:" + resolve_path(local_root(table_root), log_path)
 
 
 def _write(store: LogStore, base: str, directory: str, uris: Iterable[str]) -> None:
@@ -174,40 +169,26 @@ def _write(store: LogStore, base: str, directory: str, uris: Iterable[str]) -> N
     store.write(os.path.join(base, _manifest_rel(directory)), text.encode(), durable=False)
 
 
-def _remove(base: str, directory: str) -> None:
+def _remove(store: LogStore, base: str, directory: str) -> None:
     path = os.path.join(base, _manifest_rel(directory))
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        return
-    _prune_empty_dirs(base, os.path.dirname(path))
+    if store.delete(path):
+        _prune_empty_dirs(store, base, os.path.dirname(path))
 
 
-def _prune_empty_dirs(base: str, start: str) -> None:
+def _prune_empty_dirs(store: LogStore, base: str, start: str) -> None:
+    """Remove ``start`` and its parents below ``base`` while they are empty."""
     current = start
-    while os.path.abspath(current) != os.path.abspath(base):
-        try:
-            os.rmdir(current)  # only succeeds when empty
-        except OSError:
-            return
+    while os.path.abspath(current) != os.path.abspath(base) and store.remove_empty_dir(current):
         current = os.path.dirname(current)
 
 
-def _delete_stale(base: str, keep: set[str]) -> None:
+def _delete_stale(store: LogStore, base: str, keep: set[str]) -> None:
     """Delete manifests not in ``keep`` (relative paths) and the directories left empty."""
-    if not os.path.isdir(base):
-        return
-    for directory, _dirs, names in os.walk(base, topdown=False):
-        for name in names:
-            full = os.path.join(directory, name)
-            rel = os.path.relpath(full, base).replace(os.sep, "/")
-            if name == MANIFEST_NAME and rel in keep:
-                continue
-            if name == MANIFEST_NAME:
-                os.unlink(full)
-        if directory != base and not os.listdir(directory):
-            with contextlib.suppress(OSError):
-                os.rmdir(directory)
+    for entry in list(store.walk_files(base)):
+        rel = os.path.relpath(entry.path, base).replace(os.sep, "/")
+        if entry.name == MANIFEST_NAME and rel not in keep:
+            store.delete(entry.path)
+            _prune_empty_dirs(store, base, os.path.dirname(entry.path))
 
 
 def _touched_partitions(store: LogStore, snapshot: Snapshot) -> list[dict[str, str | None]] | None:

@@ -24,6 +24,7 @@ from delta_pyspark.core.deletion_vectors import DeletionVectorDescriptor
 from delta_pyspark.core.log_store import to_local_path
 
 _URI_WITH_AUTHORITY = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
+_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
 
 
 def local_root(table_root: str) -> str:
@@ -54,6 +55,18 @@ def resolve_path(root: str, log_path: str) -> str:
     if _URI_WITH_AUTHORITY.match(log_path):
         return log_path  # s3://, abfss://, ...: not on this file system
     return os.path.normpath(os.path.join(root, unquote(log_path)))
+
+
+def data_file_path(table_root: str, log_path: str) -> str:
+    """The path storage and Spark know a file the log names by: decoded, resolved against
+    ``table_root`` when relative, but not normalised (``resolve_path`` is, for comparing
+    and checking paths; this one is on the scan planner's per-file path)."""
+    if log_path.startswith("file:"):
+        return unquote(urlparse(log_path).path)
+    decoded = unquote(log_path)
+    if log_path.startswith("/") or _SCHEME.match(log_path):
+        return decoded
+    return f"{table_root.rstrip('/')}/{decoded}"
 
 
 def dv_file_path(root: str, dv: dict[str, Any] | None) -> str | None:

@@ -25,7 +25,7 @@ import pyarrow.parquet as pq
 
 from delta_pyspark.core.actions import Metadata
 from delta_pyspark.core.delta_log import DeltaLog
-from delta_pyspark.core.log_store import to_local_path
+from delta_pyspark.core.log_store import DirEntry, LogStore, to_local_path
 from delta_pyspark.core.partition_values import (
     HIVE_DEFAULT_PARTITION,
     parse_partition_value,
@@ -101,18 +101,19 @@ def convert_to_delta(spark: SparkSession, identifier: str, partition_schema: Any
             f"CONVERT TO DELTA only supports parquet directories, not {fmt!r} ({identifier})"
         )
     root = to_local_path(path)
-    if not os.path.isdir(root):
+    if not log.store.is_dir(root):
         raise DeltaAnalysisException(f"cannot convert {path}: no such directory")
     partitions = _partition_fields(spark, partition_schema)
-    files = _list_data_files(root)
+    listed = _list_data_files(log.store, root)
+    files = list(listed)
     if not files:
         raise DeltaAnalysisException(f"cannot convert {path}: it holds no Parquet data files")
 
     values = _partition_values(files, partitions, session_time_zone(spark))
-    footers = _read_footers(root, files)
+    footers = _read_footers(log.store, root, files)
     data_schema = _data_schema(footers, partitions)
     schema = StructType(data_schema.fields + partitions.fields)
-    adds = _add_actions(root, files, footers, values, data_schema)
+    adds = _add_actions(log.store, listed, footers, values, data_schema)
 
     metadata = Metadata.create(
         schema_to_string(schema),
@@ -151,18 +152,20 @@ def _hidden(name: str, is_dir: bool) -> bool:
     return name.startswith("_") and not (is_dir and "=" in name)
 
 
-def _list_data_files(root: str) -> list[str]:
-    """Relative paths (``/``-separated, sorted) of the non-hidden files under ``root``."""
-    out = []
-    for directory, dirs, names in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not _hidden(d, is_dir=True))
-        rel_dir = os.path.relpath(directory, root)
-        for name in sorted(names):
-            if _hidden(name, is_dir=False):
+def _list_data_files(store: LogStore, root: str) -> dict[str, DirEntry]:
+    """The non-hidden files under ``root`` by relative path (``/``-separated, sorted);
+    links to files included, no link entered."""
+    out = {}
+    stack = [root]
+    while stack:
+        for entry in store.scan(stack.pop()):
+            if _hidden(entry.name, entry.is_dir):
                 continue
-            rel = name if rel_dir == "." else f"{rel_dir}/{name}"
-            out.append(rel.replace(os.sep, "/"))
-    return out
+            if entry.is_dir:
+                stack.append(entry.path)
+            elif not entry.is_link or entry.link_to_file:
+                out[os.path.relpath(entry.path, root).replace(os.sep, "/")] = entry
+    return dict(sorted(out.items()))
 
 
 # ---------------------------------------------------------------------- partitions
@@ -265,10 +268,11 @@ def _zone(name: str) -> dt.tzinfo:
 # ---------------------------------------------------------------------- schema
 
 
-def _read_footers(root: str, files: list[str]) -> list[pq.FileMetaData]:
+def _read_footers(store: LogStore, root: str, files: list[str]) -> list[pq.FileMetaData]:
     def read(rel: str) -> pq.FileMetaData:
         try:
-            return pq.read_metadata(os.path.join(root, rel))
+            with store.open_input(os.path.join(root, rel)) as source:
+                return pq.read_metadata(source)
         except Exception as e:  # pyarrow raises ArrowInvalid / OSError for non-Parquet
             raise DeltaAnalysisException(
                 f"cannot convert: {rel} is not a readable Parquet file ({e})"
@@ -350,8 +354,8 @@ def _data_schema(footers: list[pq.FileMetaData], partitions: StructType) -> Stru
 
 
 def _add_actions(
-    root: str,
-    files: list[str],
+    store: LogStore,
+    files: dict[str, DirEntry],
     footers: list[pq.FileMetaData],
     values: list[dict[str, str | None]],
     data_schema: StructType,
@@ -360,14 +364,14 @@ def _add_actions(
     arrow_schema = to_arrow_schema(data_schema)
     num_indexed, stats_cols = stats_settings({})
     adds = []
-    for rel, meta, partition_values in zip(files, footers, values, strict=True):
-        st = os.stat(os.path.join(root, rel))
+    for (rel, entry), meta, partition_values in zip(files.items(), footers, values, strict=True):
+        st = store.status(entry.path) if entry.is_link else entry
         adds.append(
             {
                 "path": to_log_path(rel),
                 "partitionValues": partition_values,
-                "size": st.st_size,
-                "modificationTime": int(st.st_mtime * 1000),
+                "size": st.size,
+                "modificationTime": st.modification_time,
                 "dataChange": True,
                 "stats": collect_parquet_stats(meta, arrow_schema, num_indexed, stats_cols),
             }

@@ -3,28 +3,12 @@
 from __future__ import annotations
 
 import re
-from urllib.parse import quote, unquote, urlparse
-
-_SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
+from urllib.parse import quote
 
 # Characters java.net.URI leaves unescaped in a path (unreserved, punct, '/').
 _URI_SAFE = frozenset(
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.!~*'()/;:@&=+$,"
 )
-
-
-def is_absolute(path: str) -> bool:
-    return path.startswith("/") or bool(_SCHEME.match(path))
-
-
-def data_file_path(table_root: str, log_path: str) -> str:
-    """The file-system path (decoded) of a file as the log references it."""
-    decoded = unquote(log_path)
-    if log_path.startswith("file:"):
-        return unquote(urlparse(log_path).path)
-    if is_absolute(log_path):
-        return decoded
-    return f"{table_root.rstrip('/')}/{decoded}"
 
 
 _GLOB_CHARS = re.compile(r"([\\\[\]{}*?])")

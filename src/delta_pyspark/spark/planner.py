@@ -51,6 +51,7 @@ from delta_pyspark.core.expressions import and_all
 from delta_pyspark.core.log_store import log_store_for, to_local_path
 from delta_pyspark.core.schema import StructType
 from delta_pyspark.core.snapshot import Snapshot
+from delta_pyspark.core.table_paths import data_file_path
 from delta_pyspark.core.time_travel import parse_timestamp_ms, split_path_suffix
 from delta_pyspark.exceptions import (
     DeltaIllegalArgumentException,
@@ -67,7 +68,6 @@ from delta_pyspark.spark.integration import (
     python_session,
     serve_callbacks,
 )
-from delta_pyspark.spark.paths import data_file_path
 from delta_pyspark.spark.scan import (
     DeltaFileNotFoundError,
     ScanReport,

@@ -38,6 +38,7 @@ from delta_pyspark.core.schema import (
     to_arrow_schema,
 )
 from delta_pyspark.core.snapshot import Snapshot
+from delta_pyspark.core.table_paths import data_file_path
 from delta_pyspark.exceptions import DeltaError
 from delta_pyspark.spark.integration import (
     classic_session,
@@ -48,7 +49,7 @@ from delta_pyspark.spark.integration import (
     python_frame,
     sql_conf,
 )
-from delta_pyspark.spark.paths import data_file_path, glob_literal, spark_file_uri
+from delta_pyspark.spark.paths import glob_literal, spark_file_uri
 from delta_pyspark.spark.types import to_spark_type
 
 if TYPE_CHECKING:

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING
 
 from delta_pyspark.core.commit_coordinator import check_maintenance
 from delta_pyspark.core.delta_log import DeltaLog
-from delta_pyspark.core.vacuum import RETENTION_CHECK_CONF, TRUST_DAMAGED_LOG_CONF, vacuum
+from delta_pyspark.core.vacuum import vacuum
+from delta_pyspark.core.vacuum_plan import RETENTION_CHECK_CONF, TRUST_DAMAGED_LOG_CONF
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -11,7 +11,6 @@ that commit nothing is visible; on failure the files stay unreferenced.
 from __future__ import annotations
 
 import os
-import shutil
 import time
 import uuid
 from collections.abc import Mapping
@@ -24,6 +23,7 @@ from delta_pyspark.core.column_mapping import (
     logical_to_physical_names,
     physical_name,
 )
+from delta_pyspark.core.log_store import log_store_for
 from delta_pyspark.core.partition_values import parse_hive_partition_path
 from delta_pyspark.core.schema import BINARY, StructType, to_arrow_schema
 from delta_pyspark.core.stats import split_column_name
@@ -170,16 +170,12 @@ def write_files(
 
 
 def _remove_staging(staging: str) -> None:
-    """Delete this write's staging directory, and ``_delta_staging`` itself once empty.
-
-    ``rmdir`` only removes an empty directory, so a concurrent writer's staging
-    directory keeps it alive; losing that race is harmless (errors are ignored).
-    """
-    from contextlib import suppress
-
-    shutil.rmtree(staging, ignore_errors=True)
-    with suppress(OSError):
-        os.rmdir(os.path.dirname(staging))
+    """Delete this write's staging directory, and ``_delta_staging`` itself once empty:
+    a concurrent writer's staging directory keeps it alive, and losing that race is
+    harmless."""
+    store = log_store_for(staging)
+    store.delete_tree(staging)
+    store.remove_empty_dir(os.path.dirname(staging))
 
 
 def _adopt_files(
@@ -199,25 +195,25 @@ def _adopt_files(
     num_indexed, stats_cols = stats_settings(configuration, schema)
     adds = []
     now = int(time.time() * 1000)
-    for directory, _dirs, names in os.walk(staging):
-        for name in sorted(names):
-            if not name.endswith(".parquet") or name.startswith((".", "_")):
-                continue
-            src = os.path.join(directory, name)
-            relative = os.path.relpath(src, staging)
-            dest = os.path.join(table_root, relative)
-            os.makedirs(os.path.dirname(dest), exist_ok=True)
-            os.rename(src, dest)  # Spark's file names carry the job's UUID: no clash
-            meta = pq.read_metadata(dest)
-            values = parse_hive_partition_path(relative) if part_physical else {}
-            adds.append(
-                {
-                    "path": to_log_path(relative),
-                    "partitionValues": {c: values.get(c) for c in part_physical},
-                    "size": os.path.getsize(dest),
-                    "modificationTime": now,
-                    "dataChange": data_change,
-                    "stats": collect_parquet_stats(meta, arrow_schema, num_indexed, stats_cols),
-                }
-            )
+    store = log_store_for(table_root)
+    staged = sorted(store.walk_files(staging), key=lambda e: e.path)
+    for entry in staged:
+        if not entry.name.endswith(".parquet") or entry.name.startswith((".", "_")):
+            continue
+        relative = os.path.relpath(entry.path, staging)
+        dest = os.path.join(table_root, relative)
+        store.move(entry.path, dest)  # Spark's file names carry the job's UUID: no clash
+        with store.open_input(dest) as footer:
+            meta = pq.read_metadata(footer)
+        values = parse_hive_partition_path(relative) if part_physical else {}
+        adds.append(
+            {
+                "path": to_log_path(relative),
+                "partitionValues": {c: values.get(c) for c in part_physical},
+                "size": entry.size,
+                "modificationTime": now,
+                "dataChange": data_change,
+                "stats": collect_parquet_stats(meta, arrow_schema, num_indexed, stats_cols),
+            }
+        )
     return adds
