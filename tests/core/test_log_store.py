@@ -125,3 +125,71 @@ def test_file_uris_are_local_paths(tmp_path: Path) -> None:
 def test_unknown_scheme_is_refused() -> None:
     with pytest.raises(NotImplementedError, match="no log store for scheme 's3'"):
         log_store_for("s3://bucket/table")
+
+
+# ------------------------------------------------------------------ table file operations
+
+
+def _tree(tmp_path: Path) -> Path:
+    root = tmp_path / "t"
+    (root / "p=1").mkdir(parents=True)
+    (root / "a.parquet").write_bytes(b"a" * 10)
+    (root / "p=1" / "b.parquet").write_bytes(b"b" * 20)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "c.parquet").write_bytes(b"c" * 30)
+    os.symlink(outside / "c.parquet", root / "link_to_file.parquet")
+    os.symlink(outside, root / "link_to_dir")
+    os.symlink(tmp_path / "gone", root / "dangling")
+    return root
+
+
+def test_scan_reports_links_without_following_them(tmp_path: Path) -> None:
+    root = _tree(tmp_path)
+    entries = {e.name: e for e in LocalLogStore().scan(str(root))}
+    assert set(entries) == {"p=1", "a.parquet", "link_to_file.parquet", "link_to_dir", "dangling"}
+    assert entries["p=1"].is_dir and not entries["p=1"].is_link
+    assert (entries["a.parquet"].size, entries["a.parquet"].is_link) == (10, False)
+    assert entries["link_to_file.parquet"].is_link and entries["link_to_file.parquet"].link_to_file
+    assert entries["link_to_dir"].is_link and not entries["link_to_dir"].is_dir
+    assert not entries["link_to_dir"].link_to_file
+    assert entries["dangling"].is_link and not entries["dangling"].link_to_file
+    assert LocalLogStore().scan(str(tmp_path / "missing")) == []
+
+
+def test_walk_files_lists_files_and_links_to_files_only(tmp_path: Path) -> None:
+    root = _tree(tmp_path)
+    walked = sorted(os.path.relpath(e.path, root) for e in LocalLogStore().walk_files(str(root)))
+    assert walked == ["a.parquet", "link_to_file.parquet", os.path.join("p=1", "b.parquet")]
+
+
+def test_status_follows_a_link_to_its_target(tmp_path: Path) -> None:
+    root = _tree(tmp_path)
+    assert LocalLogStore().status(str(root / "link_to_file.parquet")).size == 30
+    assert LocalLogStore().real_path(str(root / "link_to_dir")) == str(tmp_path / "outside")
+
+
+def test_copy_if_absent_never_replaces(tmp_path: Path) -> None:
+    root = _tree(tmp_path)
+    store = LocalLogStore()
+    dest = root / "new" / "deep" / "copy.parquet"
+    assert store.copy_if_absent(str(root / "a.parquet"), str(dest))
+    assert dest.read_bytes() == b"a" * 10
+    assert not store.copy_if_absent(str(root / "p=1" / "b.parquet"), str(dest))
+    assert dest.read_bytes() == b"a" * 10
+    assert sorted(os.listdir(dest.parent)) == ["copy.parquet"]  # no temporary file left
+
+
+def test_move_delete_and_directory_removal(tmp_path: Path) -> None:
+    root = _tree(tmp_path)
+    store = LocalLogStore()
+    store.move(str(root / "a.parquet"), str(root / "q=2" / "a.parquet"))
+    assert (root / "q=2" / "a.parquet").read_bytes() == b"a" * 10
+    assert not (root / "a.parquet").exists()
+    assert not store.remove_empty_dir(str(root / "q=2"))  # not empty: kept
+    assert store.delete(str(root / "q=2" / "a.parquet"))
+    assert not store.delete(str(root / "q=2" / "a.parquet"))  # already gone
+    assert store.remove_empty_dir(str(root / "q=2"))
+    store.delete_tree(str(root / "p=1"))
+    assert not (root / "p=1").exists()
+    assert (tmp_path / "outside" / "c.parquet").exists()
