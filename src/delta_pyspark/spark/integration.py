@@ -33,6 +33,9 @@ What it uses beyond PySpark's public API, and why:
   know it.
 
 A Spark Connect session has no JVM in this process: ``classic_session`` refuses it by name.
+
+The module is over 500 lines on purpose: keeping every use of PySpark's internals here is
+what makes a PySpark upgrade one file to review.
 """
 
 from __future__ import annotations

@@ -21,6 +21,9 @@ Deletion vectors: a relation over a table that supports them reads with the JVM 
 bitmap) to the reader. Column mapping: the relation's schema has the logical names, and its
 format (``ColumnMappedParquetFormat``, or the deletion-vector one) asks the files for the
 physical names; partition values and statistics are looked up by physical name.
+
+The module is a little over 500 lines because it is the whole Python side of one JVM
+interface (``DeltaTables.java``): splitting it would split the callbacks of one protocol.
 """
 
 from __future__ import annotations
