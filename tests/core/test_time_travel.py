@@ -204,6 +204,13 @@ def test_parse_timestamp_ms() -> None:
     assert parse_timestamp_ms(date(2024, 1, 31)) == base
     assert parse_timestamp_ms(datetime(2024, 1, 31, 1)) == base + 3_600_000
     assert parse_timestamp_ms(base) == base
+    # Spark's string-to-timestamp cast, which delta-spark applies to the argument: one-digit
+    # fields, a region, surrounding blanks (none of them ISO-8601)
+    assert parse_timestamp_ms(" 2024-1-31 9:5:7 ") == base + 32_707_000
+    assert parse_timestamp_ms("2024-01-31 05:00:00 America/New_York") == base + 36_000_000
+    for bad in ("20240131", "2024-01-31 25:00:00"):
+        with pytest.raises(DeltaIllegalArgumentException, match="cannot be converted"):
+            parse_timestamp_ms(bad)
     with pytest.raises(
         DeltaIllegalArgumentException,
         match=r"The provided timestamp \('yesterday'\) cannot be converted",

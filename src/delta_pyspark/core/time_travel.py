@@ -15,8 +15,9 @@ _SUFFIX_TIMESTAMP = re.compile(r"^(.*)@(\d{17})$")
 def parse_timestamp_ms(value: str | datetime | date | int, tz: tzinfo = UTC) -> int:
     """A timestamp as ms since the epoch; naive values are read in ``tz``.
 
-    Accepts datetimes, dates, epoch milliseconds and strings such as ``2024-01-31``,
-    ``2024-01-31 10:00:00[.123]`` or ISO-8601 with an offset or ``Z``.
+    Accepts datetimes, dates, epoch milliseconds and the strings Spark casts to a timestamp
+    (``spark_casts.parse_timestamp``: ``2024-01-31``, ``2024-01-31 10:00:00[.123]``,
+    ``T`` separators, an offset, ``Z`` or a region).
     """
     if isinstance(value, int):
         return value
@@ -25,9 +26,12 @@ def parse_timestamp_ms(value: str | datetime | date | int, tz: tzinfo = UTC) -> 
     elif isinstance(value, date):
         dt = datetime(value.year, value.month, value.day)
     else:
-        text = value.strip().replace("Z", "+00:00")
+        # Spark's cast of a string to TIMESTAMP, as delta-spark evaluates the argument;
+        # imported here, so the CLI's cold start does not load sqlglot
+        from delta_pyspark.core.spark_casts import parse_timestamp
+
         try:
-            dt = datetime.fromisoformat(text)
+            dt = parse_timestamp(value)
         except ValueError:
             raise DeltaIllegalArgumentException(
                 # delta-spark's wording, which user code matches
