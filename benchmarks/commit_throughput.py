@@ -68,7 +68,8 @@ def create_table(impl: str, root: Path) -> None:
         write_deltalake(str(root), empty, mode="error", configuration=CONFIGURATION)
         return
     from delta_pyspark.core.delta_log import DeltaLog
-    from delta_pyspark.core.schema import from_arrow_schema, schema_to_string
+    from delta_pyspark.core.schema import schema_to_string
+    from delta_pyspark.core.schema_arrow import from_arrow_schema
     from delta_pyspark.core.transaction import create_table as create
 
     create(

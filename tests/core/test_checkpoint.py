@@ -574,7 +574,7 @@ def test_struct_only_stats_keep_wide_decimals_exact(tmp_path: Path) -> None:
     from delta_pyspark.core.commit import checkpoint_now
     from delta_pyspark.core.data_skipping import may_match
     from delta_pyspark.core.expression_parser import parse_predicate
-    from delta_pyspark.core.schema import to_arrow_schema
+    from delta_pyspark.core.schema_arrow import to_arrow_schema
     from delta_pyspark.core.transaction import Transaction, create_table
 
     log = DeltaLog(str(tmp_path))

@@ -29,8 +29,8 @@ from delta_pyspark.core.schema import (
     StructType,
     parse_schema_string,
     schema_to_string,
-    to_arrow_schema,
 )
+from delta_pyspark.core.schema_arrow import to_arrow_schema
 from delta_pyspark.exceptions import CorruptLogError, UnsupportedTableFeatureError
 
 ID_TABLE = TESTDATA / "golden/table-with-columnmapping-mode-id/delta"

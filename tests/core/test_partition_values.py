@@ -46,8 +46,8 @@ from delta_pyspark.core.schema import (
     DataType,
     DecimalType,
     parse_schema_string,
-    to_arrow_type,
 )
+from delta_pyspark.core.schema_arrow import to_arrow_type
 from delta_pyspark.exceptions import (
     CorruptLogError,
     DeltaAnalysisException,

@@ -33,18 +33,22 @@ from delta_pyspark.core.schema import (
     PrimitiveType,
     StructField,
     StructType,
-    check_write_compatible,
     data_type_from_json,
     data_type_to_json,
-    from_arrow_schema,
-    from_arrow_type,
-    is_type_widening_supported,
-    merge_schemas,
     parse_schema_string,
     schema_to_string,
     schema_tree_string,
+)
+from delta_pyspark.core.schema_arrow import (
+    from_arrow_schema,
+    from_arrow_type,
     to_arrow_schema,
     to_arrow_type,
+)
+from delta_pyspark.core.schema_evolution import (
+    check_write_compatible,
+    is_type_widening_supported,
+    merge_schemas,
 )
 from delta_pyspark.exceptions import (
     CorruptLogError,

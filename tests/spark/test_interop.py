@@ -30,7 +30,7 @@ import pytest
 
 from delta_pyspark.core.commit import checkpoint_now
 from delta_pyspark.core.delta_log import DeltaLog
-from delta_pyspark.core.schema import from_arrow_schema, to_arrow_schema
+from delta_pyspark.core.schema_arrow import from_arrow_schema, to_arrow_schema
 from delta_pyspark.spark.types import from_spark_schema, to_spark_type
 from delta_pyspark.tables import DeltaTable
 

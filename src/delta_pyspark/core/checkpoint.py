@@ -362,7 +362,8 @@ def _parsed_columns(state: TableState, files: pa.Table) -> list[tuple[pa.Field, 
     tables with ``delta.checkpoint.writeStatsAsStruct=true``."""
     from delta_pyspark.core.column_mapping import column_mapping_mode, to_physical_schema
     from delta_pyspark.core.partition_values import partition_column_to_arrow
-    from delta_pyspark.core.schema import StructType, parse_schema_string, to_arrow_schema
+    from delta_pyspark.core.schema import StructType, parse_schema_string
+    from delta_pyspark.core.schema_arrow import to_arrow_schema
     from delta_pyspark.core.stats_parsing import parse_stats
 
     assert state.metadata is not None

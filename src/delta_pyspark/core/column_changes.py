@@ -30,10 +30,10 @@ from delta_pyspark.core.schema import (
     DataType,
     StructField,
     StructType,
-    is_type_widening_supported,
     schema_to_string,
     type_name,
 )
+from delta_pyspark.core.schema_evolution import is_type_widening_supported
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.stats import split_column_name
 from delta_pyspark.core.transaction import Transaction

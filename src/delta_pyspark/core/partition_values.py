@@ -30,13 +30,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_pyspark.core.schema import (
-    DataType,
-    DecimalType,
-    PrimitiveType,
-    to_arrow_type,
-    type_name,
-)
+from delta_pyspark.core.schema import DataType, DecimalType, PrimitiveType, type_name
+from delta_pyspark.core.schema_arrow import to_arrow_type
 from delta_pyspark.exceptions import (
     CorruptLogError,
     DeltaAnalysisException,

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 
 import pyarrow as pa
 
-from delta_pyspark.core.schema import is_variant_struct
+from delta_pyspark.core.schema_arrow import is_variant_struct
 
 STRING_PREFIX_LENGTH = 32  # delta-spark's spark.databricks.delta.stats.skipping.stringPrefixLength
 ASCII_MAX_CHAR = "\x7f"

@@ -18,7 +18,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from delta_pyspark.core.schema import is_variant_struct
+from delta_pyspark.core.schema_arrow import is_variant_struct
 from delta_pyspark.core.stats import (
     ASCII_MAX_CHAR,
     STRING_PREFIX_LENGTH,

@@ -42,7 +42,8 @@ from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.expressions import Expr
 from delta_pyspark.core.logical_files import action_key
 from delta_pyspark.core.row_deletion import FileRowDeletes, mark_rows_deleted, rebase
-from delta_pyspark.core.schema import parse_schema_string, to_arrow_schema
+from delta_pyspark.core.schema import parse_schema_string
+from delta_pyspark.core.schema_arrow import to_arrow_schema
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.table_features import check_writable, features_in_use
 from delta_pyspark.exceptions import (

@@ -40,11 +40,10 @@ from delta_pyspark.core.schema import (
     MapType,
     StructField,
     StructType,
-    from_arrow_schema,
     schema_to_string,
-    to_arrow_schema,
     type_name,
 )
+from delta_pyspark.core.schema_arrow import from_arrow_schema, to_arrow_schema
 from delta_pyspark.core.stats_collection import collect_parquet_stats
 from delta_pyspark.core.table_features import protocol_for
 from delta_pyspark.core.transaction import Transaction

@@ -17,7 +17,7 @@ from delta_pyspark.core.change_data import DELETE
 from delta_pyspark.core.data_skipping import partition_filter_mask, split_partition_predicate
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.row_deletion import deletion_vectors_enabled, dv_metrics
-from delta_pyspark.core.schema import to_arrow_schema
+from delta_pyspark.core.schema_arrow import to_arrow_schema
 from delta_pyspark.core.transaction import Transaction
 from delta_pyspark.spark.auto_compact import commit_and_compact
 from delta_pyspark.spark.change_data import records_changes, with_change_type, write_changes

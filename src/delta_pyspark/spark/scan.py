@@ -29,14 +29,8 @@ from delta_pyspark.core.data_skipping import may_match
 from delta_pyspark.core.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
 from delta_pyspark.core.expressions import Expr
 from delta_pyspark.core.partition_values import hive_partition_path, parse_partition_value
-from delta_pyspark.core.schema import (
-    BINARY,
-    DOUBLE,
-    FLOAT,
-    StructField,
-    StructType,
-    to_arrow_schema,
-)
+from delta_pyspark.core.schema import BINARY, DOUBLE, FLOAT, StructField, StructType
+from delta_pyspark.core.schema_arrow import to_arrow_schema
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.table_paths import data_file_path
 from delta_pyspark.exceptions import DeltaError

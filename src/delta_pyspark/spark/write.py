@@ -25,7 +25,8 @@ from delta_pyspark.core.column_mapping import (
 )
 from delta_pyspark.core.log_store import log_store_for
 from delta_pyspark.core.partition_values import parse_hive_partition_path
-from delta_pyspark.core.schema import BINARY, StructType, to_arrow_schema
+from delta_pyspark.core.schema import BINARY, StructType
+from delta_pyspark.core.schema_arrow import to_arrow_schema
 from delta_pyspark.core.stats import split_column_name
 from delta_pyspark.core.stats_collection import collect_parquet_stats
 from delta_pyspark.exceptions import InvariantViolationError

@@ -19,14 +19,9 @@ from delta_pyspark.core.actions import Metadata, remove_actions
 from delta_pyspark.core.data_skipping import partition_filter_mask, split_partition_predicate
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.expression_parser import parse_predicate
-from delta_pyspark.core.schema import (
-    StructField,
-    StructType,
-    check_write_compatible,
-    merge_schemas,
-    schema_to_string,
-    to_arrow_schema,
-)
+from delta_pyspark.core.schema import StructField, StructType, schema_to_string
+from delta_pyspark.core.schema_arrow import to_arrow_schema
+from delta_pyspark.core.schema_evolution import check_write_compatible, merge_schemas
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.table_features import protocol_for
 from delta_pyspark.core.table_properties import (

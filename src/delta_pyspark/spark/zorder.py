@@ -58,9 +58,8 @@ from delta_pyspark.core.schema import (
     DataType,
     DecimalType,
     StructType,
-    to_arrow_schema,
-    to_arrow_type,
 )
+from delta_pyspark.core.schema_arrow import to_arrow_schema, to_arrow_type
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.stats import has_min_max, split_column_name, stats_leaves
 from delta_pyspark.exceptions import DeltaAnalysisException
