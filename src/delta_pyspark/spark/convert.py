@@ -46,6 +46,7 @@ from delta_pyspark.core.schema import (
     type_name,
 )
 from delta_pyspark.core.stats_collection import collect_parquet_stats
+from delta_pyspark.core.stats_schema import stats_settings
 from delta_pyspark.core.table_features import protocol_for
 from delta_pyspark.core.transaction import Transaction
 from delta_pyspark.exceptions import (
@@ -57,7 +58,6 @@ from delta_pyspark.exceptions import (
 )
 from delta_pyspark.spark.paths import to_log_path
 from delta_pyspark.spark.scan import session_time_zone
-from delta_pyspark.spark.write import stats_settings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
