@@ -238,3 +238,24 @@ def test_stage_write_clustering(log: DeltaLog) -> None:
     assert clustering.stage_write_clustering(txn, snapshot, ["s"], True, False) == ["s"]
     assert clustering.stage_write_clustering(txn, snapshot, None, True, True) == []
     assert clustering.stage_write_clustering(txn, snapshot, None, True, False) is None
+
+
+def test_clustering_columns_cannot_be_dropped_but_survive_a_rename(tmp_path: Path) -> None:
+    from delta_pyspark.core.column_changes import drop_columns, rename_column
+    from delta_pyspark.core.schema import StructType
+    from delta_pyspark.core.table_features import protocol_for
+
+    log = DeltaLog(str(tmp_path / "m"))
+    conf = {"delta.columnMapping.mode": "name"}
+    schema = StructType.from_json(json.loads(SCHEMA))
+    create_table(log, SCHEMA, [], conf, protocol=protocol_for(schema, conf))
+    clustering.alter_clustering(log, ["id", "n.x"])
+    for path in (("id",), ("n",), ("n", "x")):
+        with pytest.raises(
+            DeltaAnalysisException, match=r"\[DELTA_UNSUPPORTED_DROP_CLUSTERING_COLUMN\]"
+        ):
+            drop_columns(log, [path])
+    assert log.snapshot().version == 1
+    drop_columns(log, [("s",)])
+    rename_column(log, ("id",), "key")  # the domain names physical columns: nothing to change
+    assert clustering.column_names(log.snapshot()) == ["key", "n.x"]
