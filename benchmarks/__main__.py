@@ -14,6 +14,7 @@ BENCHMARKS = {
     "spark_scan_write": "benchmarks.spark_scan_write",
     "commit_throughput": "benchmarks.commit_throughput",
     "optimize": "benchmarks.optimize",
+    "clustering": "benchmarks.clustering",
     "planner_reads": "benchmarks.planner_reads",
     "catalog_commits": "benchmarks.catalog_commits",
     "streaming": "benchmarks.streaming",

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
 
+from delta_pyspark.core import clustering
 from delta_pyspark.core.actions import Metadata, remove_actions
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.schema import StructField, StructType, schema_to_string
@@ -171,7 +172,7 @@ class DeltaTable:
             "createdAt": _datetime(created) if created else None,
             "lastModified": _datetime(s.timestamp),
             "partitionColumns": s.partition_columns,
-            "clusteringColumns": _clustering_columns(s),
+            "clusteringColumns": clustering.column_names(s),
             "numFiles": s.num_files,
             "sizeInBytes": s.size_in_bytes,
             "properties": dict(s.configuration),
@@ -415,16 +416,6 @@ def _hours(value: Any) -> float:
     return float(value)
 
 
-def _clustering_columns(snapshot: Snapshot) -> list[str]:
-    """The table's liquid clustering columns (its ``delta.clustering`` domain), as DESCRIBE
-    DETAIL shows them: each a list of name parts, joined with dots."""
-    domain = snapshot.domain_metadata.get("delta.clustering")
-    if domain is None or domain.removed:
-        return []
-    columns = json.loads(domain.configuration).get("clusteringColumns", [])
-    return [".".join(c) if isinstance(c, list) else str(c) for c in columns]
-
-
 def _datetime(ms: int) -> Any:
     from datetime import datetime
 
@@ -480,6 +471,7 @@ class DeltaTableBuilder:
         self._location: str | None = None
         self._fields: list[StructField] = []
         self._partitions: list[str] = []
+        self._clustering: list[str] | None = None
         self._properties: dict[str, str] = {}
         self._comment: str | None = None
 
@@ -554,10 +546,8 @@ class DeltaTableBuilder:
         return self
 
     def clusterBy(self, *cols: Any) -> DeltaTableBuilder:
-        args.column_names(cols, "Clustering column")
-        raise DeltaUnsupportedOperationException(
-            "liquid clustering (clusterBy) is not supported yet"
-        )
+        self._clustering = args.column_names(cols, "Clustering column")
+        return self
 
     def property(self, key: str, value: str) -> DeltaTableBuilder:
         args.check_type(
@@ -612,14 +602,15 @@ class DeltaTableBuilder:
         txn.update_protocol(
             protocol_for(schema, self._properties, snapshot.protocol if snapshot else None)
         )
+        cluster_by = clustering.stage_clustering(txn, snapshot, self._clustering, replacing=True)
         operation = "CREATE TABLE" if snapshot is None else "REPLACE TABLE"
-        txn.commit(
-            operation,
-            {
-                "partitionBy": json.dumps(self._partitions),
-                "properties": json.dumps(self._properties),
-            },
-        )
+        params = {
+            "partitionBy": json.dumps(self._partitions),
+            "properties": json.dumps(self._properties),
+        }
+        if cluster_by is not None:
+            params["clusterBy"] = json.dumps(cluster_by, separators=(",", ":"))
+        txn.commit(operation, params)
         if self._name is not None and lookup(self._spark, self._name) is None:
             register(self._spark, self._name, path, managed=self._location is None)
         return DeltaTable(self._spark, path)

@@ -35,9 +35,6 @@ _GENERATED = "generated columns (filed separately): its table has a generatedAlw
 DESELECTED = {
     "test_cdc": "change data feed (filed separately)",
     "test_create_table_with_identity_column": "identity columns (filed separately)",
-    "test_create_replace_table_with_cluster_by": "liquid clustering (filed separately)",
-    "test_create_table_with_cluster_by": "liquid clustering (filed separately)",
-    "test_replace_table_with_cluster_by": "liquid clustering (filed separately)",
     "test_dropFeatureSupport": "dropping table features (filed separately), shown with "
     "delta-spark's test-only features (testRemovableWriter)",
     # the tables of these are built with a generated column (``__build_delta_table``)

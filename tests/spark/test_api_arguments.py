@@ -218,8 +218,6 @@ def test_generated_and_identity_columns_checked_then_refused(spark: Any, tmp_pat
         builder.addColumn("a", "bigint", generatedByDefaultAs=Identity())
     with pytest.raises(TypeError, match="Clustering column must be str"):
         builder.clusterBy(["a", 1])
-    with pytest.raises(UnsupportedOperationException, match=r"liquid clustering \(clusterBy\)"):
-        builder.clusterBy("a")
     assert not (tmp_path / "g").exists()
 
 

@@ -1,8 +1,7 @@
 """Table properties given when a table is created (write options, session defaults) go
 through the same checks and protocol upgrade as SET TBLPROPERTIES: a misspelled or
 unsupported ``delta.*`` key is refused with nothing written, a property that needs a feature
-declares it in version 0, protocol requests change the protocol and are not stored, and
-clustering that would be dropped is refused."""
+declares it in version 0, and protocol requests change the protocol and are not stored."""
 
 from __future__ import annotations
 
@@ -15,7 +14,6 @@ from delta_pyspark.core.actions import Protocol
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.exceptions import (
     DeltaIllegalArgumentException,
-    DeltaUnsupportedOperationException,
 )
 from delta_pyspark.tables import DeltaTable
 
@@ -84,14 +82,6 @@ def test_session_defaults_are_delta_properties(spark: Any, tmp_path: Path) -> No
     with pytest.raises(Exception, match=r"(?i)append"):
         DeltaTable.forPath(spark, path).delete("id = 1")
     assert DeltaLog(path).snapshot().version == 0
-
-
-def test_cluster_by_is_refused_not_dropped(spark: Any, tmp_path: Path) -> None:
-    with pytest.raises(DeltaUnsupportedOperationException, match=r"clusterBy\(c\)"):
-        _df(spark).write.format("delta").clusterBy("c").save(str(tmp_path / "c"))
-    assert not (tmp_path / "c" / "_delta_log").exists()
-    with pytest.raises(DeltaUnsupportedOperationException, match="CLUSTER BY"):
-        spark.sql(f"CREATE TABLE delta.`{tmp_path / 's'}` (id INT) USING delta CLUSTER BY (id)")
 
 
 def test_add_feature_to_a_legacy_table_implying_generated_columns(

@@ -143,7 +143,12 @@ def test_compaction_rewrites_small_files_into_one_per_partition(
     actions = _actions(path, snapshot.version)
     info = next(a["commitInfo"] for a in actions if "commitInfo" in a)
     assert info["operation"] == "OPTIMIZE"
-    assert info["operationParameters"] == {"predicate": "[]", "zOrderBy": "[]", "auto": "false"}
+    assert info["operationParameters"] == {
+        "predicate": "[]",
+        "zOrderBy": "[]",
+        "clusterBy": "[]",
+        "auto": "false",
+    }
     assert info["isBlindAppend"] is False
     assert info["isolationLevel"] == "SnapshotIsolation"
     adds = [a["add"] for a in actions if "add" in a]

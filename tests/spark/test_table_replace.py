@@ -16,7 +16,6 @@ from pyspark.errors import AnalysisException
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.exceptions import (
     DeltaAnalysisException,
-    DeltaUnsupportedOperationException,
     InvariantViolationError,
     VersionNotFoundError,
 )
@@ -228,16 +227,11 @@ def test_sql_replace_refusals(spark: Any, names: list[str]) -> None:
     spark.sql("CREATE TABLE rt_parquet (id long) USING parquet")
     with pytest.raises(DeltaAnalysisException, match="DELTA_TABLE_NOT_DELTA"):
         spark.sql("CREATE OR REPLACE TABLE rt_parquet USING delta AS SELECT 1 AS id")
-    with pytest.raises(DeltaUnsupportedOperationException, match="liquid clustering"):
-        spark.sql(
-            "CREATE OR REPLACE TABLE rt_clustered USING delta CLUSTER BY (id) AS SELECT 1 AS id"
-        )
     with pytest.raises(AnalysisException, match="partitioned by columns"):
         spark.sql(
             "CREATE OR REPLACE TABLE rt_bucket USING delta PARTITIONED BY (bucket(2, id)) "
             "AS SELECT 1 AS id"
         )
-    assert not spark.catalog.tableExists("rt_clustered")
 
 
 def test_alter_table_by_name_refreshes_the_catalog_entry(spark: Any, names: list[str]) -> None:

@@ -6,8 +6,8 @@ dropped column's values simply stop being read), and why a type change is limite
 widenings of the type-widening feature, recorded under ``delta.typeChanges``. Comments,
 positions and dropping NOT NULL change nothing the files hold. The checks and error classes
 are delta-spark's: a column that a CHECK constraint reads cannot be renamed, dropped or
-retyped; partition columns cannot be dropped; NOT NULL cannot be added to existing data.
-(Generated and clustering columns need writer features this package refuses as a whole, so
+retyped; partition and clustering columns cannot be dropped; NOT NULL cannot be added to
+existing data. (Generated columns need a writer feature this package refuses as a whole, so
 their tables never get here.)
 """
 
@@ -23,6 +23,7 @@ from sqlglot import exp
 
 from delta_pyspark.core import table_properties as props
 from delta_pyspark.core.actions import Metadata
+from delta_pyspark.core.clustering import snapshot_columns
 from delta_pyspark.core.column_mapping import column_mapping_mode
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.schema import (
@@ -127,6 +128,13 @@ def drop_columns(
         raise DeltaAnalysisException(
             "[DELTA_UNSUPPORTED_DROP_PARTITION_COLUMN] Dropping partition columns "
             f"({', '.join(partitions)}) is not allowed."
+        )
+    clustering = [c.logical for c in snapshot_columns(snapshot)]
+    clustered = [_dotted(p) for p in resolved if any(c[: len(p)] == tuple(p) for c in clustering)]
+    if clustered:
+        raise DeltaAnalysisException(
+            "[DELTA_UNSUPPORTED_DROP_CLUSTERING_COLUMN] Dropping clustering columns "
+            f"({', '.join(clustered)}) is not allowed."
         )
     conf: Mapping[str, str] = metadata.configuration
     new_schema = schema

@@ -34,6 +34,7 @@ SUPPORTED_WRITER_FEATURES = frozenset(
         "invariants",
         "checkConstraints",
         "changeDataFeed",
+        "clustering",
         "columnMapping",
         "deletionVectors",
         "timestampNtz",

@@ -45,6 +45,7 @@ from delta_pyspark.core.schema import (
 )
 from delta_pyspark.core.schema_arrow import from_arrow_schema, to_arrow_schema
 from delta_pyspark.core.stats_collection import collect_parquet_stats
+from delta_pyspark.core.stats_schema import stats_settings
 from delta_pyspark.core.table_features import protocol_for
 from delta_pyspark.core.transaction import Transaction
 from delta_pyspark.exceptions import (
@@ -56,7 +57,6 @@ from delta_pyspark.exceptions import (
 )
 from delta_pyspark.spark.paths import to_log_path
 from delta_pyspark.spark.scan import session_time_zone
-from delta_pyspark.spark.write import stats_settings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

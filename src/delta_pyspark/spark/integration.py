@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import os
 import subprocess
 import tempfile
@@ -239,6 +240,7 @@ def route_save_as_table(
         ("option", _record_option),
         ("options", _record_options),
         ("partitionBy", _record_partitioning),
+        ("clusterBy", _record_clustering),
     ):
         _recording(DataFrameWriter, method, record)
     original = DataFrameWriter.saveAsTable
@@ -386,6 +388,14 @@ def _record_partitioning(state: dict[str, Any], *cols: Any) -> None:
     if len(cols) == 1 and isinstance(cols[0], list | tuple):
         cols = tuple(cols[0])
     state["partition_by"] = [str(c) for c in cols]
+
+
+def _record_clustering(state: dict[str, Any], *cols: Any) -> None:
+    """``clusterBy`` as Spark hands it to a V1 source: the option
+    ``DataSourceUtils.CLUSTERING_COLUMNS_KEY``, a JSON list of the names."""
+    if len(cols) == 1 and isinstance(cols[0], list | tuple):
+        cols = tuple(cols[0])
+    state["options"]["__clustering_columns"] = json.dumps([str(c) for c in cols])
 
 
 def _spark_jars() -> Path:

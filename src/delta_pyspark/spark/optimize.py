@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_pyspark.core.actions import remove_actions
+from delta_pyspark.core.clustering import ClusteringColumn
 from delta_pyspark.core.commit_coordinator import check_maintenance
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.expression_parser import parse_predicate
@@ -54,6 +55,7 @@ from delta_pyspark.exceptions import (
     DeltaIllegalArgumentException,
 )
 from delta_pyspark.spark import arguments
+from delta_pyspark.spark.clustering import optimize_columns, plan_clustering, write_clustered
 from delta_pyspark.spark.integration import parsed_expression_text
 from delta_pyspark.spark.rewrite import live_rows, num_records
 from delta_pyspark.spark.scan import prune_files, session_time_zone
@@ -134,6 +136,7 @@ class OptimizeSpec:
     zorder_by: list[str] = field(default_factory=list)
     purge: bool = False
     auto: bool = False
+    full: bool = False  # OPTIMIZE t FULL: recluster every file of a clustered table
     max_file_size: int | None = None  # overrides the session/table setting
     min_file_size: int | None = None
     partitions: Collection[PartitionKey] | None = None  # only these (auto compaction)
@@ -253,6 +256,9 @@ def run_optimize(
     check_maintenance(log.coordinator, log.table_root, "REORG" if spec.purge else "OPTIMIZE")
     start_ms = int(time.time() * 1000)
     snapshot = snapshot or log.snapshot()
+    liquid = optimize_columns(
+        snapshot, spec.predicates, spec.zorder_by, spec.full, spec.purge or spec.auto
+    )
     files = select_partitions(spark, snapshot, spec.predicates)
     if spec.partitions is not None:
         wanted = set(spec.partitions)
@@ -260,14 +266,18 @@ def run_optimize(
         files = files.filter(mask)
     zorder = resolve_zorder_columns(spark, snapshot, spec.zorder_by) if spec.zorder_by else []
     target = spec.max_file_size or max_file_size(spark, snapshot.configuration)
-    bins = _plan(spark, snapshot, files, spec, target)
+    bins = (
+        plan_clustering(files, spec.full) if liquid else _plan(spark, snapshot, files, spec, target)
+    )
     chosen = files.take(pa.array(bin_rows(bins), pa.int64()))
     version = None
     adds: list[dict[str, Any]] = []
     if bins:
         txn = Transaction(log, snapshot)
         txn.read_files(chosen)
-        if zorder:
+        if liquid:
+            adds = write_clustered(spark, snapshot, files, bins, liquid, target)
+        elif zorder:
             adds = write_zordered(spark, snapshot, files, bins, zorder, target)
         else:
             adds = write_bins(spark, snapshot, files, bins)
@@ -277,12 +287,14 @@ def run_optimize(
         txn.add_files(adds)
         committed = txn.commit(
             "REORG" if spec.purge else "OPTIMIZE",
-            _parameters(spark, spec, zorder),
+            _parameters(spark, spec, zorder, liquid),
             _operation_metrics(chosen, adds),
             user_metadata(spark),
         )
         version = committed.version
-    metrics = _metrics(spark, snapshot, files, chosen, bins, adds, zorder, start_ms)
+    metrics = _metrics(spark, snapshot, files, chosen, bins, adds, bool(zorder), start_ms)
+    if liquid:  # delta-spark reports clusteringStats (not kept here), not zOrderStats
+        metrics |= {"preserveInsertionOrder": False, "totalScheduledTasks": len(adds)}
     return OptimizeResult(snapshot.table_root, metrics, version)
 
 
@@ -301,7 +313,10 @@ def _check_rows_kept(removed: pa.Table, adds: list[dict[str, Any]]) -> None:
 
 
 def _parameters(
-    spark: SparkSession, spec: OptimizeSpec, zorder: list[tuple[str, ...]]
+    spark: SparkSession,
+    spec: OptimizeSpec,
+    zorder: list[tuple[str, ...]],
+    liquid: list[ClusteringColumn] | None,
 ) -> dict[str, Any]:
     compact = (",", ":")  # delta-spark's (Jackson's) JSON spelling
     # each predicate as delta-spark records it: Spark's parsed, unresolved expression
@@ -311,7 +326,10 @@ def _parameters(
         params["applyPurge"] = True
         return params
     params["zOrderBy"] = json.dumps([".".join(p) for p in zorder], separators=compact)
+    params["clusterBy"] = json.dumps([c.name for c in liquid or []], separators=compact)
     params["auto"] = spec.auto
+    if liquid:
+        params["isFull"] = spec.full
     return params
 
 
@@ -343,7 +361,7 @@ def _metrics(
     removed: pa.Table,
     bins: list[Bin],
     adds: list[dict[str, Any]],
-    zorder: list[tuple[str, ...]],
+    zorder: bool,
     start_ms: int,
 ) -> dict[str, Any]:
     removed_sizes = removed.column("size").to_pylist()

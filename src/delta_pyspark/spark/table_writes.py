@@ -19,7 +19,6 @@ from delta_pyspark.core.schema import StructType
 from delta_pyspark.exceptions import (
     DeltaAnalysisException,
     DeltaTableNotFoundError,
-    DeltaUnsupportedOperationException,
 )
 from delta_pyspark.spark.catalog import (
     CatalogEntry,
@@ -31,6 +30,7 @@ from delta_pyspark.spark.catalog import (
 from delta_pyspark.spark.integration import jvm
 from delta_pyspark.spark.types import to_spark_type
 from delta_pyspark.spark.write_command import (
+    CLUSTERING_OPTION,
     DECLARED_SCHEMA_OPTION,
     DESCRIPTION_OPTION,
     OPERATION_OPTION,
@@ -208,11 +208,6 @@ def replace_table(
     schema, partitioning, properties, comment and data (``data``; None: no rows), keeping
     its history and identity, as delta-spark does. A missing table is created and
     registered when ``definition.or_create``; a table of another format is refused."""
-    if definition.clustering:
-        raise DeltaUnsupportedOperationException(
-            f"CLUSTER BY ({', '.join(definition.clustering)}): liquid clustering is not "
-            "supported yet; use PARTITIONED BY"
-        )
     declared = data is None
     if data is None:
         assert definition.schema is not None  # REPLACE TABLE without AS has columns
@@ -271,6 +266,8 @@ def create_at_path(
         OPERATION_OPTION: operation,
         PROPERTIES_OPTION: json.dumps(dict(definition.properties)),
     }
+    if definition.clustering:
+        options[CLUSTERING_OPTION] = json.dumps(list(definition.clustering))
     if definition.schema is not None and operation == "CREATE TABLE":
         options[DECLARED_SCHEMA_OPTION] = definition.schema.json()
     if definition.comment is not None:
@@ -298,6 +295,8 @@ def _write_definition(
         PROPERTIES_OPTION: json.dumps(dict(definition.properties)),
         "overwriteSchema": "true",
     }
+    if definition.clustering:
+        options[CLUSTERING_OPTION] = json.dumps(list(definition.clustering))
     if declared:
         assert definition.schema is not None
         options[DECLARED_SCHEMA_OPTION] = definition.schema.json()

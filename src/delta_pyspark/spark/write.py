@@ -20,15 +20,14 @@ import pyarrow.parquet as pq
 
 from delta_pyspark.core.column_mapping import (
     column_mapping_mode,
-    logical_to_physical_names,
     physical_name,
 )
 from delta_pyspark.core.log_store import log_store_for
 from delta_pyspark.core.partition_values import parse_hive_partition_path
 from delta_pyspark.core.schema import BINARY, StructType
 from delta_pyspark.core.schema_arrow import to_arrow_schema
-from delta_pyspark.core.stats import split_column_name
 from delta_pyspark.core.stats_collection import collect_parquet_stats
+from delta_pyspark.core.stats_schema import stats_settings
 from delta_pyspark.exceptions import InvariantViolationError
 from delta_pyspark.spark.paths import to_log_path
 
@@ -36,31 +35,6 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 STAGING_DIR = "_delta_staging"
-
-
-def stats_settings(
-    configuration: Mapping[str, str], schema: StructType | None = None
-) -> tuple[int, list[str] | None]:
-    """``delta.dataSkippingNumIndexedCols`` and ``delta.dataSkippingStatsColumns``; the
-    latter names logical columns, so with column mapping (and ``schema``, the logical
-    schema) they are translated to the physical paths stats are keyed by."""
-    num = int(configuration.get("delta.dataSkippingNumIndexedCols", "32"))
-    text = configuration.get("delta.dataSkippingStatsColumns")
-    if not text:
-        return num, None
-    cols = [c.strip() for c in text.split(",") if c.strip()]
-    mode = column_mapping_mode(configuration)
-    if schema is None or mode == "none":
-        return num, cols
-    paths = {
-        tuple(p.lower() for p in logical): physical
-        for logical, physical in logical_to_physical_names(schema, mode).items()
-    }
-    mapped = []
-    for c in cols:
-        physical = paths.get(tuple(p.lower() for p in split_column_name(c)))
-        mapped.append(".".join(f"`{p}`" for p in physical) if physical else c)
-    return num, mapped
 
 
 def table_constraints(configuration: Mapping[str, str]) -> dict[str, str]:

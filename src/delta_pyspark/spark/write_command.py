@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from delta_pyspark.core.actions import Metadata, remove_actions
+from delta_pyspark.core.clustering import CATALOG_PROPERTY, requested_names, stage_write_clustering
 from delta_pyspark.core.data_skipping import partition_filter_mask, split_partition_predicate
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.expression_parser import parse_predicate
@@ -36,7 +37,6 @@ from delta_pyspark.exceptions import (
     DeltaAnalysisException,
     DeltaIllegalArgumentException,
     DeltaTableNotFoundError,
-    DeltaUnsupportedOperationException,
 )
 from delta_pyspark.spark.auto_compact import commit_and_compact
 from delta_pyspark.spark.change_data import records_changes, replaced_changes
@@ -98,6 +98,7 @@ class WriteRequest:
             return {
                 canonical_key(k) if is_delta_key(k) else k: str(v)
                 for k, v in json.loads(declared).items()
+                if k != CATALOG_PROPERTY
             }
         return {canonical_key(k): str(v) for k, v in self.options.items() if is_delta_key(k)}
 
@@ -171,11 +172,20 @@ def write_delta(
         spark, snapshot, data_schema, request, merge_schema, overwrite_schema
     )
     metadata, schema = _apply_metadata(txn, snapshot, metadata, protocol_requests)
+    cluster_by = stage_write_clustering(
+        txn,
+        snapshot,
+        requested_names(request.opt(CLUSTERING_OPTION), request.opt(PROPERTIES_OPTION)),
+        overwrite and not replace_where,
+        _truthy(request.opt(REPLACE_OPTION, "false")),
+    )
     checks = table_constraints(metadata.configuration)
     guarded = enforce_constraints(_align(df, schema), schema, checks)
     partitions = list(metadata.partition_columns)
     operation = request.opt(OPERATION_OPTION) or "WRITE"
     params = _parameters(request, mode, operation, partitions, metadata)
+    if cluster_by is not None:
+        params["clusterBy"] = json.dumps(cluster_by, separators=(",", ":"))
 
     removes: list[dict[str, Any]] = []
     extra_adds: list[dict[str, Any]] = []
@@ -227,12 +237,6 @@ def write_delta(
 
 def _save_mode(request: WriteRequest) -> str:
     """The request's save mode, after refusing what the request asks that is not built."""
-    clustering = request.opt(CLUSTERING_OPTION)
-    if clustering:
-        raise DeltaUnsupportedOperationException(
-            f"clusterBy({', '.join(json.loads(clustering))}): liquid clustering is not "
-            "supported yet (the clustering would be lost); use partitionBy"
-        )
     mode = (request.mode or "errorifexists").lower()
     if mode not in _MODES:
         raise DeltaIllegalArgumentException(f"unknown save mode {request.mode!r}")

@@ -34,8 +34,6 @@ import pyarrow.compute as pc
 
 from delta_pyspark.core.column_mapping import (
     column_mapping_mode,
-    physical_name,
-    to_physical_schema,
 )
 from delta_pyspark.core.optimize_plan import (
     Bin,
@@ -59,13 +57,14 @@ from delta_pyspark.core.schema import (
     DecimalType,
     StructType,
 )
-from delta_pyspark.core.schema_arrow import to_arrow_schema, to_arrow_type
+from delta_pyspark.core.schema_arrow import to_arrow_type
 from delta_pyspark.core.snapshot import Snapshot
-from delta_pyspark.core.stats import has_min_max, split_column_name, stats_leaves
+from delta_pyspark.core.stats import has_min_max, split_column_name
+from delta_pyspark.core.stats_schema import indexed_paths, resolve_leaf
 from delta_pyspark.exceptions import DeltaAnalysisException
 from delta_pyspark.spark.integration import jvm, new_array
 from delta_pyspark.spark.scan import FILE_PATH, ROW_INDEX, file_uris, read_files
-from delta_pyspark.spark.write import stats_settings, write_files
+from delta_pyspark.spark.write import write_files
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -108,7 +107,7 @@ def resolve_zorder_columns(
             raise DeltaAnalysisException(
                 f"{name} is a partition column. Z-Ordering can only be performed on data columns"
             )
-        found = _resolve(schema, path, mode)
+        found = resolve_leaf(schema, path, mode)
         if found is None:
             raise DeltaAnalysisException(
                 f"Z-Ordering column {name} does not exist in data schema {schema.field_names}"
@@ -131,39 +130,8 @@ def resolve_zorder_columns(
     return resolved
 
 
-def _resolve(
-    schema: StructType, path: tuple[str, ...], mode: str = "none"
-) -> tuple[tuple[str, ...], tuple[str, ...], DataType] | None:
-    """(logical path as the schema spells it, physical path, leaf type); None if absent."""
-    struct: DataType = schema
-    logical: list[str] = []
-    physical: list[str] = []
-    for part in path:
-        if not isinstance(struct, StructType):
-            return None
-        field = struct.find_field(part, case_sensitive=False)
-        if field is None:
-            return None
-        logical.append(field.name)
-        physical.append(physical_name(field, mode))
-        struct = field.type
-    if isinstance(struct, StructType):
-        return None  # a struct is not a leaf: nothing to order by
-    return tuple(logical), tuple(physical), struct
-
-
 def _indexed_paths(snapshot: Snapshot) -> set[tuple[str, ...]]:
-    """Physical leaf paths (lower case) the writer collects stats for, as ``write_files``."""
-    mode = column_mapping_mode(snapshot.configuration)
-    physical = to_physical_schema(snapshot.schema, mode)
-    part_physical = {
-        physical_name(snapshot.schema.field(c), mode) for c in snapshot.partition_columns
-    }
-    data = StructType(tuple(f for f in physical.fields if f.name not in part_physical))
-    num, cols = stats_settings(snapshot.configuration, snapshot.schema)
-    return {
-        tuple(p.lower() for p in path) for path, _ in stats_leaves(to_arrow_schema(data), num, cols)
-    }
+    return indexed_paths(snapshot.schema, snapshot.partition_columns, snapshot.configuration)
 
 
 def indexed_column_count(snapshot: Snapshot) -> int:
@@ -288,7 +256,7 @@ def _interleave(names: list[str], bits: int) -> tuple[Column, int]:
 
 
 def _leaf_type(schema: StructType, path: tuple[str, ...]) -> DataType:
-    found = _resolve(schema, path)
+    found = resolve_leaf(schema, path)
     assert found is not None, path
     return found[2]
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 
 from pyspark.sql import SparkSession
 
+from delta_pyspark.core.clustering import alter_clustering
 from delta_pyspark.core.column_changes import (
     ColumnChange,
     change_columns,
@@ -91,6 +92,8 @@ def _clause(p: StatementParser, table: TableRef) -> Statement:
         return Statement(
             "ADD COLUMNS", table, "", lambda spark, path: _add_columns(spark, path, ddl), True
         )
+    if p.accept("CLUSTER", "BY"):
+        return _cluster_by(p, table)
     columns = _column_clause(p, table)
     if columns is not None:
         return columns
@@ -98,7 +101,7 @@ def _clause(p: StatementParser, table: TableRef) -> Statement:
     refusal = (
         f"ALTER TABLE ... {clause} is not supported on Delta tables yet (supported: SET/UNSET "
         "TBLPROPERTIES, ADD/DROP CONSTRAINT, ADD COLUMNS, RENAME COLUMN, DROP COLUMN(S), "
-        "ALTER/CHANGE COLUMN)"
+        "ALTER/CHANGE COLUMN, CLUSTER BY)"
     )
     return Statement("ALTER TABLE", table, "", nothing, spark_knows=True, refusal=refusal)
 
@@ -143,6 +146,19 @@ def _column_clause(p: StatementParser, table: TableRef) -> Statement | None:
             spark_knows=True,
         )
     return None
+
+
+def _cluster_by(p: StatementParser, table: TableRef) -> Statement:
+    """``CLUSTER BY (cols)`` / ``CLUSTER BY NONE``: a new ``delta.clustering`` domain."""
+    names: list[str] = []
+    if not p.accept("NONE"):
+        names = [c.strip().strip("`") for c in split_top(p.group("the CLUSTER BY columns"))]
+    p.end()
+
+    def run(_spark: SparkSession, path: str) -> None:
+        alter_clustering(DeltaLog.for_table(path), names)
+
+    return Statement("CLUSTER BY", table, "", run, spark_knows=True)
 
 
 def _no_result(_snapshot: object) -> None:

@@ -32,6 +32,7 @@ class _Definition:
 
     columns: str | None = None
     partitioning: list[str] = field(default_factory=list)
+    clustering: list[str] = field(default_factory=list)
     properties: dict[str, str] = field(default_factory=dict)
     comment: str | None = None
     location: str | None = None
@@ -40,7 +41,7 @@ class _Definition:
 
 def create_table(p: StatementParser, target: TableRef, if_not_exists: bool) -> Statement:
     """The rest of the statement: ``[(columns)] [USING delta] [PARTITIONED BY (cols)]
-    [LOCATION 'p'] [COMMENT 'c'] [TBLPROPERTIES (...)] [[AS] query]``."""
+    [CLUSTER BY (cols)] [LOCATION 'p'] [COMMENT 'c'] [TBLPROPERTIES (...)] [[AS] query]``."""
     definition = _clauses(p, target)
     path = target.delta_path
 
@@ -59,7 +60,7 @@ def create_table(p: StatementParser, target: TableRef, if_not_exists: bool) -> S
             properties=definition.properties,
             options={},
             partitioning=tuple(definition.partitioning),
-            clustering=(),
+            clustering=tuple(definition.clustering),
             schema=schema,
             or_create=False,
         )
@@ -95,11 +96,9 @@ def _clauses(p: StatementParser, target: TableRef) -> _Definition:
                     "location already"
                 )
             out.location = p.literal("a path after LOCATION")
-        elif p.at("CLUSTER", "BY"):
-            raise DeltaUnsupportedOperationException(
-                f"CREATE TABLE {target.text} ... CLUSTER BY: liquid clustering is not "
-                "supported yet; use PARTITIONED BY"
-            )
+        elif p.accept("CLUSTER", "BY"):
+            text = p.group("the CLUSTER BY columns")
+            out.clustering = [c.strip().strip("`") for c in split_top(text)]
         elif p.at("OPTIONS"):
             raise DeltaUnsupportedOperationException(
                 f"CREATE TABLE {target.text} ... OPTIONS: not supported here; use TBLPROPERTIES"

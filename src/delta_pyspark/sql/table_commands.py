@@ -11,7 +11,7 @@ from delta_pyspark.exceptions import (
     DeltaUnsupportedOperationException,
 )
 from delta_pyspark.spark.managed_catalog import catalog_table_name, drop_catalog_table
-from delta_pyspark.spark.optimize import METRICS_DDL
+from delta_pyspark.spark.optimize import METRICS_DDL, OptimizeSpec, metrics_frame, run_optimize
 from delta_pyspark.sql.create_table import asks_catalog_managed, create_table
 from delta_pyspark.sql.path_metadata import describe_table
 from delta_pyspark.sql.statement import Statement, as_of, where
@@ -88,6 +88,7 @@ def detail(p: StatementParser) -> Statement:
 
 def optimize(p: StatementParser) -> Statement:
     table = p.table()
+    full = p.accept("FULL")  # a clustered table: recluster every file
     condition = where(p, "ZORDER")
     zorder: list[str] = []
     if p.accept("ZORDER", "BY"):
@@ -96,6 +97,9 @@ def optimize(p: StatementParser) -> Statement:
     p.end()
 
     def run(spark: SparkSession, path: str) -> DataFrame:
+        if full:
+            spec = OptimizeSpec([condition] if condition else [], zorder, full=True)
+            return metrics_frame(spark, run_optimize(spark, DeltaLog.for_table(path), spec))
         builder = DeltaTable(spark, path).optimize()
         if condition is not None:
             builder = builder.where(condition)
