@@ -172,3 +172,35 @@ def test_deltalake_reads_the_table(spark: Any, tmp_path: Path) -> None:
     with pytest.raises(CommitFailedError, match="RowTracking"):
         deltalake.write_deltalake(path, extra, mode="append")
     assert DeltaLog(path).snapshot().version == 1
+
+
+@pytest.mark.parametrize(
+    ("inserted", "dv"),
+    [(2, False), (2, True), (20, False)],  # positional copy-on-write, vectors, join
+)
+def test_merge_preserves_ids(spark: Any, tmp_path: Path, inserted: int, dv: bool) -> None:
+    path = str(tmp_path / "t")
+    _create(spark, path, n=40, files=2)
+    if dv:
+        DeltaTable.forPath(spark, path).setProperties({"delta.enableDeletionVectors": "true"})
+    before = _ids(spark, path)
+    version = DeltaLog(path).snapshot().version + 1
+    updated = {0, 8, 16, 24, 32}
+    source = spark.createDataFrame(
+        [(i, "merged") for i in updated] + [(100 + i, "new") for i in range(inserted)],
+        "id long, v string",
+    )
+    target = DeltaTable.forPath(spark, path).alias("t")
+    target.merge(source.alias("s"), "t.id = s.id").whenMatchedUpdate(
+        set={"v": "s.v"}
+    ).whenNotMatchedInsertAll().execute()
+    after = _ids(spark, path)
+    assert after.keys() == before.keys() | {100 + i for i in range(inserted)}
+    for key, (row_id, commit, value) in after.items():
+        if key in before:
+            assert row_id == before[key][0]
+            expected = (version, "merged") if key in updated else before[key][1:]
+            assert (commit, value) == expected
+        else:
+            assert row_id >= 40 and (commit, value) == (version, "new")
+    assert len({r for r, _, _ in after.values()}) == len(after)  # ids stay unique

@@ -72,6 +72,14 @@ def read_preserving(
     return stable.select(*[f"`{c}`" for c in order], *([FILE_PATH, ROW_INDEX] * with_row_ids))
 
 
+def preserved_names(snapshot: Snapshot) -> tuple[str, str] | None:
+    """The materialized row id and commit version columns a rewrite of this table writes
+    (None: row tracking is not enabled)."""
+    if not preserves(snapshot):
+        return None
+    return materialized_column_names(snapshot.metadata, snapshot.table_root)
+
+
 def preserved_columns(snapshot: Snapshot, changed: Column | None = None) -> list[Column]:
     """The materialized columns a rewrite carries after the table's columns ([] without
     row tracking). ``changed``: rows an UPDATE modifies, whose commit version is cleared
