@@ -204,3 +204,19 @@ def test_merge_preserves_ids(spark: Any, tmp_path: Path, inserted: int, dv: bool
         else:
             assert row_id >= 40 and (commit, value) == (version, "new")
     assert len({r for r, _, _ in after.values()}) == len(after)  # ids stay unique
+
+
+def test_column_mapping_table_keeps_ids_through_optimize_and_update(
+    spark: Any, tmp_path: Path
+) -> None:
+    path = str(tmp_path / "t")
+    df = spark.range(30).selectExpr("id", "concat('v', id) AS v").repartition(3, "id")
+    df.write.format("delta").option("delta.enableRowTracking", "true").option(
+        "delta.columnMapping.mode", "name"
+    ).save(path)
+    before = _ids(spark, path)
+    DeltaTable.forPath(spark, path).optimize().executeCompaction()
+    DeltaTable.forPath(spark, path).update("id < 5", {"v": "'u'"})
+    after = _ids(spark, path)
+    assert {k: r for k, (r, _, _) in after.items()} == {k: r for k, (r, _, _) in before.items()}
+    assert {k for k, (_, c, _) in after.items() if c == 2} == set(range(5))
