@@ -153,8 +153,8 @@ def test_unknown_and_managed_keys_are_refused(log: DeltaLog) -> None:
         set_properties(log, {"delta.feature.bogus": "supported"})
     with pytest.raises(DeltaIllegalArgumentException, match="maxColumnId"):
         set_properties(log, {"delta.columnMapping.maxColumnId": "5"})
-    with pytest.raises(DeltaIllegalArgumentException, match="row tracking"):
-        set_properties(log, {"delta.enableRowTracking": "true"})
+    with pytest.raises(DeltaIllegalArgumentException, match="suspend row tracking"):
+        set_properties(log, {"delta.rowTrackingSuspended": "true"})
     assert log.snapshot().version == 1
 
 
@@ -235,9 +235,9 @@ def test_explicit_feature_support(log: DeltaLog) -> None:
     with pytest.raises(DeltaUnsupportedOperationException, match="DROP FEATURE"):
         unset_properties(log, ["delta.feature.timestampNtz"])
     # a feature the spec knows but this implementation cannot write
-    with pytest.raises(UnsupportedTableFeatureError, match="rowTracking"):
-        set_properties(log, {"delta.feature.rowTracking": "supported"})
-    assert "rowTracking" not in (log.snapshot().protocol.writer_features or set())
+    with pytest.raises(UnsupportedTableFeatureError, match="clustering"):
+        set_properties(log, {"delta.feature.clustering": "supported"})
+    assert "clustering" not in (log.snapshot().protocol.writer_features or set())
 
 
 def test_column_mapping_none_to_name(log: DeltaLog) -> None:

@@ -28,7 +28,7 @@ def _df(spark: Any) -> Any:
     ("key", "message"),
     [
         ("delta.enableDeletionVector", "unknown configuration 'delta.enableDeletionVector'"),
-        ("delta.enableRowTracking", "cannot set delta.enableRowTracking"),
+        ("delta.rowTrackingSuspended", "cannot set delta.rowTrackingSuspended"),
         ("delta.appendOnly", "delta.appendOnly"),  # a known key with a bad value
     ],
 )

@@ -385,6 +385,29 @@ def encode_action(kind: str, body: Mapping[str, Any]) -> str:
     return json.dumps({kind: body}, separators=(",", ":"), ensure_ascii=False)
 
 
+def add_actions(files: pa.Table, data_change: bool = True) -> list[dict[str, Any]]:
+    """``add`` action dicts (protocol JSON keys) for rows of a snapshot file table."""
+    names = [n for n in ADD_SCHEMA.names if n in files.column_names]
+    out = []
+    for row in files.select(names).to_pylist():
+        action: dict[str, Any] = {}
+        for key in names:
+            value = row[key]
+            if value is None:
+                continue
+            if key in ("partitionValues", "tags"):
+                value = dict(value)
+            action[key] = value
+        action.setdefault("partitionValues", {})
+        action["dataChange"] = data_change
+        if action.get("deletionVector"):
+            action["deletionVector"] = {
+                k: v for k, v in action["deletionVector"].items() if v is not None
+            }
+        out.append(action)
+    return out
+
+
 def remove_actions(
     files: pa.Table, data_change: bool = True, timestamp: int | None = None
 ) -> list[dict[str, Any]]:

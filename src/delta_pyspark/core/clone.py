@@ -50,12 +50,12 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote
 
-from delta_pyspark.core.actions import remove_actions
+from delta_pyspark.core.actions import add_actions, remove_actions
 from delta_pyspark.core.clone_registry import register_shallow_clone
 from delta_pyspark.core.deletion_vectors import DeletionVectorDescriptor, z85_encode
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.log_store import LogStore, to_local_path
-from delta_pyspark.core.restore import add_actions, merge_protocols
+from delta_pyspark.core.restore import merge_protocols
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.table_features import protocol_for
 from delta_pyspark.core.table_paths import (

@@ -39,7 +39,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_pyspark.core.actions import ADD_SCHEMA, Metadata, Protocol, remove_actions
+from delta_pyspark.core.actions import Metadata, Protocol, add_actions, remove_actions
 from delta_pyspark.core.column_mapping import MAX_COLUMN_ID_KEY
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.logical_files import KEY_COLUMN
@@ -76,29 +76,6 @@ class RestoreMissingFilesError(DeltaIllegalArgumentException):
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-def add_actions(files: pa.Table, data_change: bool = True) -> list[dict[str, Any]]:
-    """``add`` action dicts (protocol JSON keys) for rows of a snapshot file table."""
-    names = [n for n in ADD_SCHEMA.names if n in files.column_names]
-    out = []
-    for row in files.select(names).to_pylist():
-        action: dict[str, Any] = {}
-        for key in names:
-            value = row[key]
-            if value is None:
-                continue
-            if key in ("partitionValues", "tags"):
-                value = dict(value)
-            action[key] = value
-        action.setdefault("partitionValues", {})
-        action["dataChange"] = data_change
-        if action.get("deletionVector"):
-            action["deletionVector"] = {
-                k: v for k, v in action["deletionVector"].items() if v is not None
-            }
-        out.append(action)
-    return out
 
 
 def merge_protocols(a: Protocol, b: Protocol) -> Protocol:

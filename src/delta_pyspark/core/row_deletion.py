@@ -69,7 +69,8 @@ class FileRowDeletes:
         return action_key(self.remove)
 
 
-def _num_records(stats: str | None) -> int | None:
+def num_records(stats: str | None) -> int | None:
+    """``numRecords`` of an ``add.stats`` JSON (physical rows), None when absent."""
     if not stats:
         return None
     value = json.loads(stats).get("numRecords")
@@ -130,7 +131,7 @@ def mark_rows_deleted(
         if not fresh:
             continue
         current = {**remove, "modificationTime": mtime}
-        n = _num_records(remove.get("stats"))
+        n = num_records(remove.get("stats"))
         out.append(FileRowDeletes(remove, _with_vector(current, old | fresh, n, writer), fresh, n))
     return out
 

@@ -41,6 +41,7 @@ SUPPORTED_WRITER_FEATURES = frozenset(
         "v2Checkpoint",
         "vacuumProtocolCheck",
         "domainMetadata",
+        "rowTracking",
         "inCommitTimestamp",
         "typeWidening",
         "typeWidening-preview",
@@ -65,6 +66,9 @@ READER_WRITER_FEATURES = SUPPORTED_READER_FEATURES | {
     "geospatial",
 }
 
+
+# Features that need others (PROTOCOL.md: row tracking keeps its high-water mark in a domain).
+_REQUIRED_FEATURES = {"rowTracking": frozenset({"domainMetadata"})}
 
 # Writer features whose obligations apply to the columns that use them, and to nothing else.
 _COLUMN_FEATURES = frozenset({"generatedColumns", "identityColumns"})
@@ -175,7 +179,8 @@ def with_features(protocol: Protocol, features: set[str]) -> Protocol:
 
     Legacy implied features are kept explicitly so nothing the table relied on is lost.
     """
-    writer = set(implied_writer_features(protocol)) | set(features)
+    features = set(features).union(*(_REQUIRED_FEATURES.get(f, frozenset()) for f in features))
+    writer = set(implied_writer_features(protocol)) | features
     reader = set(reader_features(protocol)) | {f for f in features if f in READER_WRITER_FEATURES}
     needs_reader_v3 = bool(reader - {"columnMapping"}) or protocol.min_reader_version >= 3
     if needs_reader_v3:

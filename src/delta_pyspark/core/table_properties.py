@@ -22,6 +22,10 @@ ISOLATION_LEVEL = "delta.isolationLevel"
 APPEND_ONLY = "delta.appendOnly"
 TYPE_WIDENING = "delta.enableTypeWidening"
 STATS_COLUMNS = "delta.dataSkippingStatsColumns"
+ENABLE_ROW_TRACKING = "delta.enableRowTracking"
+ROW_TRACKING_SUSPENDED = "delta.rowTrackingSuspended"
+MATERIALIZED_ROW_ID = "delta.rowTracking.materializedRowIdColumnName"
+MATERIALIZED_ROW_COMMIT_VERSION = "delta.rowTracking.materializedRowCommitVersionColumnName"
 
 _UNIT_MS = {
     "microsecond": 0.001,
@@ -295,11 +299,24 @@ _SPECS = [
         settable=False,
         why_not="it is set when in-commit timestamps are enabled",
     ),
+    PropertySpec(ENABLE_ROW_TRACKING, _check_bool, "rowTracking"),
     PropertySpec(
-        "delta.enableRowTracking",
+        "delta.rowTrackingSuspended",
         _check_bool,
         settable=False,
-        why_not="delta-pyspark does not write row tracking",
+        why_not="delta-pyspark does not suspend row tracking",
+    ),
+    PropertySpec(
+        MATERIALIZED_ROW_ID,
+        lambda _key, value: value,
+        settable=False,
+        why_not="it is assigned when row tracking is supported",
+    ),
+    PropertySpec(
+        MATERIALIZED_ROW_COMMIT_VERSION,
+        lambda _key, value: value,
+        settable=False,
+        why_not="it is assigned when row tracking is supported",
     ),
     PropertySpec(
         "delta.universalFormat.enabledFormats",

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from delta_pyspark.core import row_tracking
 from delta_pyspark.core import table_properties as props
 from delta_pyspark.core.actions import DomainMetadata, Metadata, Protocol, SetTransaction
 from delta_pyspark.core.column_mapping import (
@@ -269,9 +270,13 @@ class Transaction:
         if self._metadata is not None:
             actions.append(("metaData", self._metadata.to_dict()))
         actions += [("txn", t.to_dict()) for t in self._txns]
-        actions += [("domainMetadata", d.to_dict()) for d in self._domains]
+        adds, mark = row_tracking.assign(
+            self.protocol, self.metadata, self.added_files, self._row_id_mark, self.pending_version
+        )
+        domains = self._domains + ([mark] if mark is not None else [])
+        actions += [("domainMetadata", d.to_dict()) for d in domains]
         actions += [("remove", r) for r in self._all_removes]
-        actions += [("add", a) for a in self.added_files]
+        actions += [("add", a) for a in adds]
         actions += [("cdc", c) for c in self._cdcs]
         return actions
 
@@ -332,6 +337,12 @@ class Transaction:
         if self.committed_version is not None:
             raise DeltaError("transaction already committed")
         self._validate()
+        self._metadata, backfill, self._row_id_mark = row_tracking.prepare(
+            self.snapshot, self.protocol, self._metadata
+        )
+        if backfill is not None:  # files lacking row ids, re-added as this commit needs
+            self.read_files(backfill)
+            self._adds += row_tracking.backfill_actions(backfill)
         self._isolation = self.isolation_level()
         self._operation = (operation, dict(parameters or {}), metrics, user_metadata)
         self.pending_version = self.read_version + 1
@@ -383,6 +394,7 @@ class Transaction:
         for v, status in self.log.commit_files(self.pending_version):
             winner = parse_actions(self.log.store.read(status.path), status.path)
             self._rebase(ctx, check_commit(ctx, v, winner), winner, v)
+            self._row_id_mark = row_tracking.high_water_mark(winner.domains, self._row_id_mark)
             self._winners.append(winner)
             self.pending_version = v + 1
             self._previous_mtime = status.modification_time

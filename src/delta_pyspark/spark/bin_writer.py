@@ -18,7 +18,8 @@ import pyarrow as pa
 
 from delta_pyspark.core.optimize_plan import Bin, bin_rows
 from delta_pyspark.core.snapshot import Snapshot
-from delta_pyspark.spark.scan import FILE_PATH, ROW_INDEX, file_uris, read_files
+from delta_pyspark.spark.row_tracking import preserved_columns, read_preserving
+from delta_pyspark.spark.scan import FILE_PATH, ROW_INDEX, file_uris
 from delta_pyspark.spark.write import write_files
 
 if TYPE_CHECKING:
@@ -60,7 +61,8 @@ def partition_keys(spark: SparkSession, n: int) -> list[int]:
 def bin_frame(
     spark: SparkSession, snapshot: Snapshot, files: pa.Table, bins: Sequence[Bin]
 ) -> DataFrame:
-    """The rows of ``bins`` (table columns), one Spark partition per bin, in file order."""
+    """The rows of ``bins`` (table columns, then row tracking's), one Spark partition per
+    bin, in file order."""
     from pyspark.sql import functions as F
 
     rows = bin_rows(bins)
@@ -77,14 +79,14 @@ def bin_frame(
             }
         )
     )
-    df = read_files(spark, snapshot, chosen, with_row_ids=True)
+    df = read_preserving(spark, snapshot, chosen, with_row_ids=True)
     columns = [f"`{f.name}`" for f in snapshot.schema.fields]
     parts = [f"`{c}`" for c in snapshot.partition_columns]
     return (
         df.join(F.broadcast(mapping), FILE_PATH)
         .repartition(len(bins), _BIN_KEY)
         .sortWithinPartitions(*parts, _FILE_ORDER, ROW_INDEX)
-        .select(*columns)
+        .select(*columns, *preserved_columns(snapshot))
     )
 
 

@@ -135,7 +135,8 @@ def num_records(adds: list[Mapping[str, Any]]) -> int:
 def write_rows(
     df: DataFrame, snapshot: Snapshot, schema: StructType | None = None
 ) -> list[dict[str, Any]]:
-    """Write ``df`` (table columns in order) into the table, enforcing its constraints."""
+    """Write ``df`` (table columns in order, then any row tracking columns) into the table,
+    enforcing its constraints."""
     schema = schema or snapshot.schema
     checked = enforce_constraints(df, schema, table_constraints(snapshot.configuration))
     return write_files(
@@ -149,10 +150,13 @@ def rewrite_files(
     files: pa.Table,
     transform: Callable[[DataFrame], DataFrame],
 ) -> Rewrite:
-    """Replace ``files`` by copies of their rows passed through ``transform``."""
+    """Replace ``files`` by copies of their rows passed through ``transform``, which keeps
+    the columns after the table's (row tracking's, see ``row_tracking.read_preserving``)."""
     if files.num_rows == 0:
         return Rewrite([], [], 0)
-    adds = write_rows(transform(read_files(spark, snapshot, files)), snapshot)
+    from delta_pyspark.spark.row_tracking import read_preserving
+
+    adds = write_rows(transform(read_preserving(spark, snapshot, files)), snapshot)
     return Rewrite(remove_actions(files), adds, num_records(adds))
 
 

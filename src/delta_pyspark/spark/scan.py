@@ -29,7 +29,7 @@ from delta_pyspark.core.data_skipping import may_match
 from delta_pyspark.core.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
 from delta_pyspark.core.expressions import Expr
 from delta_pyspark.core.partition_values import hive_partition_path, parse_partition_value
-from delta_pyspark.core.schema import BINARY, DOUBLE, FLOAT, StructField, StructType
+from delta_pyspark.core.schema import BINARY, DOUBLE, FLOAT, LONG, StructField, StructType
 from delta_pyspark.core.schema_arrow import to_arrow_schema
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.table_paths import data_file_path
@@ -139,6 +139,7 @@ def read_files(
     with_row_ids: bool = False,
     keep_deleted: bool = False,
     drop_rows: Sequence[np.ndarray] | None = None,
+    hidden: Sequence[str] = (),
 ) -> DataFrame:
     """A DataFrame of the rows of ``files`` (a subset of the snapshot's file list).
 
@@ -148,7 +149,9 @@ def read_files(
     deletion vectors (for DELETE, where marking a deleted row again changes nothing).
     ``drop_rows`` (one array per row of ``files``) leaves out those row positions too,
     as if they were deleted: a copy-on-write rewrite reads the rows it keeps unchanged
-    this way instead of joining every row with the changes.
+    this way instead of joining every row with the changes. ``hidden``: long columns the
+    files may hold outside the table's schema (row tracking's materialized columns), read
+    after the table's columns (null where a file lacks them).
     """
     schema = snapshot.schema
     mode = column_mapping_mode(snapshot.configuration)
@@ -158,10 +161,12 @@ def read_files(
     data_fields = [
         f for f, lf in zip(physical.fields, schema.fields, strict=True) if lf.name not in part_names
     ]
+    data_fields += [StructField(name, LONG) for name in hidden]
     data_schema = to_spark_type(StructType(tuple(data_fields)))
-    extra = [FILE_PATH, ROW_INDEX] if with_row_ids else []
+    extra = [*hidden, FILE_PATH, ROW_INDEX] if with_row_ids else list(hidden)
     if files.num_rows == 0:
-        empty = spark.createDataFrame([], to_spark_type(physical))
+        empty_fields = (*physical.fields, *[StructField(name, LONG) for name in hidden])
+        empty = spark.createDataFrame([], to_spark_type(StructType(empty_fields)))
         if with_row_ids:
             empty = empty.selectExpr("*", f"'' AS {FILE_PATH}", f"0L AS {ROW_INDEX}").limit(0)
         return _to_logical(empty, schema, physical, extra)
@@ -195,7 +200,7 @@ def read_files(
     df = frames[0]
     for other in frames[1:]:
         df = df.unionByName(other)
-    df = df.select(*[f"`{f.name}`" for f in physical.fields], *extra)
+    df = df.select(*[f"`{f.name}`" for f in physical.fields], *[f"`{c}`" for c in extra])
     return _to_logical(df, schema, physical, extra)
 
 
@@ -454,4 +459,4 @@ def _to_logical(
         if lf.type != pf.type:
             col = col.cast(to_spark_type(lf.type))
         cols.append(col.alias(lf.name))
-    return df.select(*cols, *extra)
+    return df.select(*cols, *[f"`{c}`" for c in extra])

@@ -34,6 +34,7 @@ from delta_pyspark.spark.rewrite import (
     touched_files,
     write_rows,
 )
+from delta_pyspark.spark.row_tracking import preserved_columns, read_preserving
 from delta_pyspark.spark.scan import prune_files, read_files, session_time_zone
 from delta_pyspark.spark.session_conf import user_metadata
 from delta_pyspark.spark.types import to_spark_type
@@ -70,7 +71,9 @@ def execute_update(
     txn.read_files(files)
     params = {"predicate": json.dumps([sql] if sql else [])}
 
-    def transform(df: DataFrame) -> DataFrame:
+    def transform(df: DataFrame, carry: bool = True) -> DataFrame:
+        """The rows with the new values; ``carry``: with row tracking's columns (ids kept,
+        the changed rows' commit versions cleared)."""
         cols = []
         for field in schema.fields:
             current = F.col(f"`{field.name}`")
@@ -78,7 +81,7 @@ def execute_update(
                 new = assigned_value(current, grouped[field.name]).cast(to_spark_type(field.type))
                 current = F.when(cond, new).otherwise(current)
             cols.append(current.alias(field.name))
-        return df.select(*cols)
+        return df.select(*cols, *(preserved_columns(snapshot, cond) if carry else []))
 
     def changes(touched: Any) -> int:
         """Write the updated rows' pre- and post-images when the table records changes."""
@@ -86,7 +89,7 @@ def execute_update(
             return 0
         before = read_files(spark, snapshot, touched).where(cond)
         images = with_change_type(before, PREIMAGE).unionByName(
-            with_change_type(transform(before), POSTIMAGE)
+            with_change_type(transform(before, carry=False), POSTIMAGE)
         )
         return write_changes(txn, snapshot, images)
 
@@ -94,7 +97,8 @@ def execute_update(
         touched, rows = matched_rows(spark, snapshot, files, cond)
         scan_ms = elapsed_ms(start)
         deletes = txn.delete_rows(touched, rows)
-        adds = write_rows(transform(read_files(spark, snapshot, touched).where(cond)), snapshot)
+        updated = read_preserving(spark, snapshot, touched).where(cond)
+        adds = write_rows(transform(updated), snapshot)
         txn.add_files(adds)
         removed = [d.remove for d in deletes if d.add is None]
         metrics = {"numUpdatedRows": sum(len(d.rows) for d in deletes), "numCopiedRows": 0}

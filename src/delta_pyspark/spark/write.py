@@ -89,7 +89,8 @@ def write_files(
     data_change: bool = True,
     optimize_write: bool | None = None,
 ) -> list[dict[str, Any]]:
-    """Write ``df`` (already in table column order, logical names) as data files.
+    """Write ``df`` (already in table column order, logical names; any columns after the
+    table's are written unrenamed) as data files.
 
     Returns their ``add`` actions (paths relative to the root, URI-encoded).
     ``optimize_write``: shuffle into few files per partition first (see
@@ -107,13 +108,15 @@ def write_files(
 
         # Nested fields are renamed too: a cast between structs matches fields by position
         # (to nullable ones: Spark refuses casts to NOT NULL fields; the write's constraint
-        # check has enforced them).
+        # check has enforced them). Columns after the schema's (row tracking's materialized
+        # columns) are written as they are.
         physical = to_physical_schema(schema, mode)
         renamed = df.select(
             *[
                 df[f"`{f.name}`"].cast(relaxed(to_spark_type(pf.type))).alias(pf.name)
                 for f, pf in zip(schema.fields, physical.fields, strict=True)
-            ]
+            ],
+            *[df[f"`{c}`"] for c in df.columns[len(schema.fields) :]],
         )
     part_physical = [physical_name(schema.field(c), mode) for c in partition_columns]
     renamed = _empty_binary_partitions_to_null(renamed, schema, partition_columns, mode)

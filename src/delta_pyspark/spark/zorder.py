@@ -63,7 +63,8 @@ from delta_pyspark.core.stats import has_min_max, split_column_name
 from delta_pyspark.core.stats_schema import indexed_paths, resolve_leaf
 from delta_pyspark.exceptions import DeltaAnalysisException
 from delta_pyspark.spark.integration import jvm, new_array
-from delta_pyspark.spark.scan import FILE_PATH, ROW_INDEX, file_uris, read_files
+from delta_pyspark.spark.row_tracking import preserved_columns, read_preserving
+from delta_pyspark.spark.scan import FILE_PATH, ROW_INDEX, file_uris
 from delta_pyspark.spark.write import write_files
 
 if TYPE_CHECKING:
@@ -357,7 +358,7 @@ def zorder_frame(
     chosen = files.take(pa.array(bin_rows(bins), pa.int64()))
     file_counts = [max(1, math.ceil(b.size / max_file_size)) for b in bins]
     if len(bins) == 1:
-        df = read_files(spark, snapshot, chosen).withColumn(_BIN, F.lit(0))
+        df = read_preserving(spark, snapshot, chosen).withColumn(_BIN, F.lit(0))
     else:
         mapping = spark.createDataFrame(
             pa.table(
@@ -368,7 +369,7 @@ def zorder_frame(
             )
         )
         df = (
-            read_files(spark, snapshot, chosen, with_row_ids=True)
+            read_preserving(spark, snapshot, chosen, with_row_ids=True)
             .join(F.broadcast(mapping), FILE_PATH)
             .drop(FILE_PATH, ROW_INDEX)
         )
@@ -380,7 +381,7 @@ def zorder_frame(
     z, z_bits = _interleave(names, id_bits)
     block_sizes = lookup_block_bits(file_counts, z_bits)
     shift = _per_bin(spark, [z_bits - b for b in block_sizes])
-    columns_out = [f"`{f.name}`" for f in snapshot.schema.fields]
+    columns_out = [f"`{f.name}`" for f in snapshot.schema.fields] + preserved_columns(snapshot)
     with_block = (
         with_ids.withColumn(_Z, z)
         .select(*columns_out, _BIN, _Z)

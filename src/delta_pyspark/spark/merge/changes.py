@@ -66,5 +66,9 @@ class _Changes:
             frames.append(with_change_type(new, POSTIMAGE))
         if self.inserts:
             new = self._unmatched(snapshot, src, source_rows, candidates, found)
-            frames.append(with_change_type(self._project(new, None, src, schema, None), INSERT))
+            frames.append(
+                with_change_type(
+                    self._project(new, None, src, schema, None, tracking=False), INSERT
+                )
+            )
         return _union(frames)

@@ -64,6 +64,7 @@ from delta_pyspark.spark.merge.source import (
     _SourceSummary,
 )
 from delta_pyspark.spark.rewrite import elapsed_ms, files_by_uri, write_rows
+from delta_pyspark.spark.row_tracking import preserved_names
 from delta_pyspark.spark.session_conf import user_metadata
 from delta_pyspark.spark.types import from_spark_schema
 
@@ -107,6 +108,7 @@ class MergeCommand(
         self.inserts = [c for c in clauses if c.when == "notMatched"]
         self.by_source = [c for c in clauses if c.when == "notMatchedBySource"]
         self.broadcast_source = False  # decided once the source is materialised
+        self.preserved: tuple[str, str] | None = None  # row tracking's columns, when kept
 
     def run(self) -> dict[str, Any]:
         from pyspark.sql import functions as F
@@ -114,6 +116,7 @@ class MergeCommand(
         start = time.monotonic()
         snapshot = self.log.snapshot()
         schema = self._target_schema(snapshot.schema)
+        self.preserved = preserved_names(snapshot)
         # Each source row gets an id (fixed once the checkpointed rows exist): phase 1 records
         # which ids matched, so the insert step need not join the target again.
         src = self.source.withColumn(_SOURCE_MARK, F.monotonically_increasing_id())

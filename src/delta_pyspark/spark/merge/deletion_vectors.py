@@ -50,7 +50,11 @@ class _DeletionVectors:
 
         codes = [i for i, c in self._codes() if c.action == "update"]
         updated = found.pairs.where(F.col(_ACTION).isin(codes))
-        return updated.select(*[f"`{f.name}`" for f in schema.fields])
+        tracking = []
+        if self.preserved is not None:  # the id kept, the version the commit's
+            id_col, version_col = self.preserved
+            tracking = [F.col(f"`{id_col}`"), F.lit(None).cast("long").alias(version_col)]
+        return updated.select(*[f"`{f.name}`" for f in schema.fields], *tracking)
 
 
 def _deletion_vector_metrics(metrics: dict[str, Any], deletes: list[Any]) -> None:

@@ -14,7 +14,8 @@ from delta_pyspark.exceptions import DeltaUnsupportedOperationException
 from delta_pyspark.spark.conditions import as_column
 from delta_pyspark.spark.merge.common import _ACTION, _SOURCE_MARK, _TARGET_MARK, COPY
 from delta_pyspark.spark.rewrite import rows_by_file
-from delta_pyspark.spark.scan import FILE_PATH, ROW_INDEX, read_files
+from delta_pyspark.spark.row_tracking import read_preserving
+from delta_pyspark.spark.scan import FILE_PATH, ROW_INDEX
 
 if TYPE_CHECKING:
     from pyspark.sql import Column as SparkColumn
@@ -41,7 +42,8 @@ class _Matching:
     def _target(self, snapshot: Snapshot, files: Any, with_row_ids: bool = False) -> DataFrame:
         from pyspark.sql import functions as F
 
-        df = read_files(self.spark, snapshot, files, with_row_ids=with_row_ids)
+        # with row tracking's columns (stable ids and versions) after the table's
+        df = read_preserving(self.spark, snapshot, files, with_row_ids=with_row_ids)
         df = df.withColumn(_TARGET_MARK, F.lit(True))
         return df.alias(self.alias) if self.alias else df
 
@@ -85,6 +87,8 @@ class _Matching:
             # what the summary and the inserts need; with positions also the updated
             # rows' new values (only the target columns those read are scanned)
             values = self._values(tgt, src, schema, updates_only=True) if found.rows else []
+            if found.rows and self.preserved is not None:  # updated rows keep their ids
+                values.append(tgt[f"`{self.preserved[0]}`"])
             joined = joined.select(
                 tgt[FILE_PATH], tgt[ROW_INDEX], src[_SOURCE_MARK], action.alias(_ACTION), *values
             )

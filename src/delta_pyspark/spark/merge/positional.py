@@ -13,7 +13,8 @@ from delta_pyspark.spark.merge.common import _SMALL_SOURCE_FACTOR
 from delta_pyspark.spark.merge.matching import _Matches
 from delta_pyspark.spark.merge.source import _SourceSummary
 from delta_pyspark.spark.rewrite import live_rows
-from delta_pyspark.spark.scan import file_uris, read_files
+from delta_pyspark.spark.row_tracking import read_preserving
+from delta_pyspark.spark.scan import file_uris
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -51,4 +52,4 @@ class _Positional:
         changed = dict(zip(file_uris(snapshot, found.changed[0]), found.changed[1], strict=True))
         none = np.empty(0, np.int64)
         drops = [changed.get(uri, none) for uri in file_uris(snapshot, touched)]
-        return read_files(self.spark, snapshot, touched, drop_rows=drops)
+        return read_preserving(self.spark, snapshot, touched, drop_rows=drops)

@@ -58,20 +58,37 @@ class _Projection:
         source_present: SparkColumn | None,
         copies: bool = True,
         row_ids: bool = False,
+        tracking: bool = True,
     ) -> DataFrame:
         """Rows written for ``joined``: clause results in table column order, deletes dropped
         (and unchanged target rows too unless ``copies``); ``row_ids`` keeps the target's
-        ``FILE_PATH`` and ``ROW_INDEX``."""
+        ``FILE_PATH`` and ``ROW_INDEX``; ``tracking``: then row tracking's columns, when the
+        table preserves row ids (``_tracking``)."""
         from pyspark.sql import functions as F
 
         action = self._action(tgt, src, source_present, include_inserts=tgt is None)
         cols = self._values(tgt, src, schema)
         ids = [tgt[c] for c in (FILE_PATH, ROW_INDEX)] if row_ids and tgt is not None else []
-        with_action = joined.select(action.alias(_ACTION), *cols, *ids)
+        kept_ids = self._tracking(tgt) if tracking else []
+        with_action = joined.select(action.alias(_ACTION), *cols, *kept_ids, *ids)
         deletes = [code for code, c in self._codes() if c.action == "delete"]
         dropped = [DROP, *deletes] if copies else [DROP, COPY, *deletes]
         kept = with_action.where(~F.col(_ACTION).isin(dropped))
         return kept.drop(_ACTION)
+
+    def _tracking(self, tgt: DataFrame | None) -> list[SparkColumn]:
+        """Row tracking's materialized columns of the rows written: a target row keeps its
+        stable id, and its commit version only when copied unchanged (updated rows take
+        the commit's); inserted rows get neither (fresh ids). [] without row tracking."""
+        from pyspark.sql import functions as F
+
+        if self.preserved is None:
+            return []
+        id_col, version_col = self.preserved
+        if tgt is None:
+            return [F.lit(None).cast("long").alias(c) for c in (id_col, version_col)]
+        version = F.when(F.col(_ACTION) == COPY, tgt[f"`{version_col}`"])
+        return [tgt[f"`{id_col}`"].alias(id_col), version.alias(version_col)]
 
     def _values(
         self,
