@@ -372,9 +372,7 @@ def validate_property(key: str, value: str) -> tuple[str, str]:
     return spec.key, spec.check(spec.key, str(value))
 
 
-def validate_properties(
-    properties: Mapping[str, str], creating: bool = False
-) -> dict[str, str]:
+def validate_properties(properties: Mapping[str, str], creating: bool = False) -> dict[str, str]:
     """User-given properties checked one by one (``validate_property``), in their stored
     spelling; one key given twice (any case) with different values is refused. ``creating``:
     a new table may also be given CHECK constraints (``delta.constraints.<name>``), as
