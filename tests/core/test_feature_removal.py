@@ -176,15 +176,18 @@ def test_check_constraints_refused_while_constraints_exist(tmp_path: Path) -> No
     assert _commit(root, 2)["protocol"] == {"minReaderVersion": 1, "minWriterVersion": 2}
 
 
-def test_column_mapping_in_use_is_refused_by_name(tmp_path: Path) -> None:
+def test_column_mapping_in_use_needs_the_data_plane(tmp_path: Path) -> None:
     log = _table(tmp_path, _p(2, 5))
     set_properties(log, {"delta.columnMapping.mode": "name"})
     with pytest.raises(
-        FeatureDropUnsupportedClientFeatureError,
-        match=r"Cannot drop columnMapping .* does not rewrite data files to logical column names",
+        DeltaUnsupportedOperationException,
+        match=r"rewriting data files with logical column names, which only the Spark data plane",
     ):
         drop_feature(log, "columnMapping")
     assert _versions(tmp_path / "t") == [0, 1]
+    metadata = fr.without_column_mapping(log.snapshot().metadata)
+    assert metadata.configuration == {}
+    assert json.loads(metadata.schema_string) == json.loads(SCHEMA)
 
 
 def test_unused_column_mapping_drops_with_checkpoint_protection(tmp_path: Path) -> None:

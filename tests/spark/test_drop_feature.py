@@ -210,6 +210,39 @@ def test_metadata_only_features_drop(
     assert _rs_rows(path) == sorted(ROWS)
 
 
+@pytest.mark.parametrize("how", list(DROPS))
+def test_column_mapping_rewrites_files_with_logical_names(
+    spark: Any, tmp_path: Path, how: str
+) -> None:
+    root = tmp_path / "t"
+    path = str(root)
+    spark.createDataFrame(ROWS, "id long, s string, p int").write.format("delta").option(
+        "delta.columnMapping.mode", "name"
+    ).partitionBy("p").save(path)
+    spark.sql(f"ALTER TABLE delta.`{path}` RENAME COLUMN s TO `the text`")
+    DeltaTable.forPath(spark, path).delete("id = 5")
+    expected = sorted(r for r in ROWS if r[0] != 5)
+    DROPS[how](spark, path, "columnMapping", False)
+    operations = {
+        v: _commit(root, v)["commitInfo"]["operation"] for v in range(3, _latest(root) + 1)
+    }
+    rewrite_version = next(v for v, op in operations.items() if op == "REMOVE COLUMN MAPPING")
+    rewrite = _commit(root, rewrite_version)
+    assert "delta.columnMapping.mode" not in rewrite["metaData"]["configuration"]
+    assert "columnMapping" not in rewrite["metaData"]["schemaString"]
+    assert rewrite["add"]["partitionValues"].keys() == {"p"}
+    drop = _commit(root, _latest(root))
+    assert drop["commitInfo"]["operation"] == "DROP FEATURE"
+    assert "columnMapping" not in json.dumps(drop["protocol"])
+    for f in DeltaTable.forPath(spark, path).toDF().inputFiles():
+        assert pq.read_schema(f.removeprefix("file:")).names == ["id", "the text"]
+    df = spark.read.format("delta").load(path)
+    assert df.columns == ["id", "the text", "p"]
+    assert _rows(spark, path) == expected
+    rs = deltalake.DeltaTable(path).to_pyarrow_table()
+    assert sorted(zip(*(rs.column(c).to_pylist() for c in df.columns), strict=True)) == expected
+
+
 def test_check_constraints_refused_then_dropped(spark: Any, tmp_path: Path) -> None:
     root, path = _table(spark, tmp_path)
     spark.sql(f"ALTER TABLE delta.`{path}` ADD CONSTRAINT positive CHECK (id >= 0)")
@@ -234,9 +267,6 @@ def test_check_constraints_refused_then_dropped(spark: Any, tmp_path: Path) -> N
 @pytest.mark.parametrize(
     ("feature", "props", "error", "message"),
     [
-        ("columnMapping", {"delta.columnMapping.mode": "name"},
-         ex.FeatureDropUnsupportedClientFeatureError,
-         r"Cannot drop columnMapping .*does not rewrite data files to logical column names"),
         ("appendOnly", {}, ex.FeatureDropNonRemovableError,
          r"Cannot drop appendOnly because dropping this feature is not supported\."),
         ("changeDataFeed", {"delta.enableChangeDataFeed": "true"},

@@ -39,7 +39,6 @@ from delta_pyspark.exceptions import (
     FeatureDropCheckpointProtectionWaitError,
     FeatureDropConflictRevalidationError,
     FeatureDropHistoricalVersionsExistError,
-    FeatureDropUnsupportedClientFeatureError,
     FeatureDropWaitForRetentionPeriodError,
     FileAlreadyExistsError,
 )
@@ -49,10 +48,12 @@ from delta_pyspark.exceptions import (
 class DataRewrites:
     """The data plane's rewrites, each committing one REORG of the latest version:
     ``purge`` the files with deletion vectors, ``narrow_types`` the files holding a column
-    in a narrower type than the table's."""
+    in a narrower type than the table's, ``logical_names`` every file into files whose
+    columns have the logical names (with the metadata without column mapping)."""
 
     purge: Callable[[DeltaLog], None] | None = None
     narrow_types: Callable[[DeltaLog], None] | None = None
+    logical_names: Callable[[DeltaLog], None] | None = None
 
 
 _MINUTE_MS = 60_000
@@ -207,15 +208,12 @@ def _check_constraints(log: DeltaLog, _rewrites: DataRewrites) -> bool:
     return False
 
 
-def _column_mapping(log: DeltaLog, _rewrites: DataRewrites) -> bool:
-    traces = fr.REMOVABLE["columnMapping"].traces(log.snapshot())
-    if traces:
-        raise FeatureDropUnsupportedClientFeatureError(
-            "Cannot drop columnMapping because it is not supported by this Delta version: "
-            "delta-pyspark does not rewrite data files to logical column names, which "
-            f"dropping column mapping needs while the table uses it ({'; '.join(traces)})."
-        )
-    return False
+def _column_mapping(log: DeltaLog, rewrites: DataRewrites) -> bool:
+    """Rewrite the data with logical column names, in the commit that turns mapping off."""
+    if not fr.REMOVABLE["columnMapping"].traces(log.snapshot()):
+        return False
+    _needs(rewrites.logical_names, "rewriting data files with logical column names")(log)
+    return True
 
 
 def _type_widening(log: DeltaLog, rewrites: DataRewrites) -> bool:

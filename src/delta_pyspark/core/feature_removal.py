@@ -24,19 +24,27 @@ import pyarrow.compute as pc
 
 from delta_pyspark.core import table_properties as props
 from delta_pyspark.core.actions import Metadata, Protocol
-from delta_pyspark.core.column_mapping import PHYSICAL_NAME_KEY, column_mapping_mode
+from delta_pyspark.core.column_mapping import (
+    MAX_COLUMN_ID_KEY,
+    PHYSICAL_NAME_KEY,
+    column_mapping_mode,
+)
 from delta_pyspark.core.commit_actions import CommitActions
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.log_segment import CheckpointKind, scan_log
 from delta_pyspark.core.metadata_cleanup import CHECKPOINT_PROTECTION, PROTECTION_VERSION_KEY
-from delta_pyspark.core.schema import COLUMN_MAPPING_ID_KEY, parse_schema_string
+from delta_pyspark.core.schema import (
+    COLUMN_MAPPING_ID_KEY,
+    parse_schema_string,
+    schema_to_string,
+)
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.table_features import (
     READER_WRITER_FEATURES,
     implied_writer_features,
     reader_features,
 )
-from delta_pyspark.core.type_widening import has_type_changes
+from delta_pyspark.core.type_widening import has_type_changes, without_field_metadata
 from delta_pyspark.exceptions import (
     FeatureDropDependentFeatureError,
     FeatureDropHistoryTruncationNotAllowedError,
@@ -311,6 +319,18 @@ def downgrade_metadata(
     if protect_before is not None:
         conf[PROTECTION_VERSION_KEY] = str(protect_before)
     return metadata.with_changes(configuration=conf)
+
+
+def without_column_mapping(metadata: Metadata) -> Metadata:
+    """The metadata of a table whose files use the logical names: no mapping mode, no
+    field ids or physical names (the data rewrite that drops column mapping commits it)."""
+    schema = without_field_metadata(
+        parse_schema_string(metadata.schema_string),
+        lambda key: key.startswith("delta.columnMapping.") or key.startswith("parquet.field."),
+    )
+    mapping_keys = (props.COLUMN_MAPPING_MODE, MAX_COLUMN_ID_KEY)
+    conf = {k: v for k, v in metadata.configuration.items() if k not in mapping_keys}
+    return metadata.with_changes(schema_string=schema_to_string(schema), configuration=conf)
 
 
 def truncate_retention_ms(configuration: Mapping[str, str]) -> int:

@@ -7,7 +7,7 @@ and dropping the feature rewrites such files and removes the metadata.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from delta_pyspark.core.schema import (
@@ -61,24 +61,29 @@ def needs_row_reader(schema: StructType) -> bool:
 def without_type_changes(dt: DataType) -> Any:
     """``dt`` with every ``delta.typeChanges`` entry removed (done when dropping the feature,
     once no file holds a narrower type)."""
+    return without_field_metadata(dt, lambda key: key == TYPE_CHANGES_KEY)
+
+
+def without_field_metadata(dt: DataType, drop: Callable[[str], bool]) -> Any:
+    """``dt`` with the field metadata keys ``drop`` selects removed, nested fields too."""
     if isinstance(dt, StructType):
         return StructType(
             tuple(
                 StructField(
                     f.name,
-                    without_type_changes(f.type),
+                    without_field_metadata(f.type, drop),
                     f.nullable,
-                    {k: v for k, v in f.metadata.items() if k != TYPE_CHANGES_KEY},
+                    {k: v for k, v in f.metadata.items() if not drop(k)},
                 )
                 for f in dt.fields
             )
         )
     if isinstance(dt, ArrayType):
-        return ArrayType(without_type_changes(dt.element_type), dt.contains_null)
+        return ArrayType(without_field_metadata(dt.element_type, drop), dt.contains_null)
     if isinstance(dt, MapType):
         return MapType(
-            without_type_changes(dt.key_type),
-            without_type_changes(dt.value_type),
+            without_field_metadata(dt.key_type, drop),
+            without_field_metadata(dt.value_type, drop),
             dt.value_contains_null,
         )
     return dt
