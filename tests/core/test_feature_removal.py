@@ -323,3 +323,28 @@ def test_cleanup_keeps_protected_checkpoints_until_all_history_goes(tmp_path: Pa
     first_checkpoint = next(i for i, n in enumerate(names) if ".checkpoint." in n)
     assert all(".checkpoint." in n for n in names[first_checkpoint:])  # commits went first
     assert "00000000000000000002.checkpoint.parquet" in names
+
+
+def test_dv_tombstones_name_each_vector_file_once(tmp_path: Path) -> None:
+    import uuid
+
+    from delta_pyspark.core.deletion_vectors import z85_encode
+
+    log = _table(tmp_path, DV_TABLE)
+    file_id = uuid.uuid4()
+    dv = {"storageType": "u", "pathOrInlineDv": "ab" + z85_encode(file_id.bytes), "offset": 1,
+          "sizeInBytes": 34, "cardinality": 1}  # fmt: skip
+    inline = {**dv, "storageType": "i", "pathOrInlineDv": "wi5b=000010000siXQKl0rr91000f"}
+    txn = Transaction(log, log.snapshot())
+    txn.remove_files(
+        [{"path": f"f{i}.parquet", "deletionTimestamp": 1, "dataChange": True,
+          "deletionVector": d} for i, d in enumerate([dv, dv, inline, None])]
+    )  # fmt: skip
+    snapshot = txn.commit("DELETE")
+    wanted = f"ab/deletion_vector_{file_id}.bin"
+    assert fr.dv_tombstones(snapshot, 5) == [
+        {"path": wanted, "deletionTimestamp": 5, "dataChange": False}
+    ]
+    txn = Transaction(log, snapshot)
+    txn.remove_files(fr.dv_tombstones(snapshot, 5))
+    assert fr.dv_tombstones(txn.commit("DELETION VECTOR TOMBSTONES"), 6) == []  # not repeated

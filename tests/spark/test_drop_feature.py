@@ -87,21 +87,26 @@ def test_deletion_vectors_purged_then_dropped_with_checkpoint_protection(
     unset, reorg = _commit(root, 2), _commit(root, 3)
     assert "delta.enableDeletionVectors" not in unset["metaData"]["configuration"]
     assert reorg["commitInfo"]["operation"] == "REORG"
-    versions = range(4, 7)
+    # the vector files older versions read stay protected from DV-unaware VACUUMs
+    lines = (root / "_delta_log" / f"{4:020d}.json").read_text().splitlines()
+    tombstones = [json.loads(x)["remove"] for x in lines if '"remove"' in x]
+    assert tombstones and all(t["path"].startswith("deletion_vector_") for t in tombstones)
+    assert all((root / t["path"]).exists() and t["dataChange"] is False for t in tombstones)
+    versions = range(5, 8)
     assert [_commit(root, v)["commitInfo"]["operation"] for v in versions] == ["EMPTY COMMIT"] * 3
     for v in versions:
         assert (root / "_delta_log" / f"{v:020d}.checkpoint.parquet").exists()
-    drop = _commit(root, 7)
+    drop = _commit(root, 8)
     assert drop["protocol"] == {
         "minReaderVersion": 1,
         "minWriterVersion": 7,
         "writerFeatures": ["appendOnly", "checkpointProtection", "invariants"],
     }
     assert drop["metaData"]["configuration"] == {
-        "delta.requireCheckpointProtectionBeforeVersion": "7"
+        "delta.requireCheckpointProtectionBeforeVersion": "8"
     }
     assert drop["commitInfo"]["operationParameters"]["featureName"] == "deletionVectors"
-    assert (root / "_delta_log" / f"{7:020d}.checkpoint.parquet").exists()
+    assert (root / "_delta_log" / f"{8:020d}.checkpoint.parquet").exists()
     assert _rows(spark, path) == expected
     assert _rs_rows(path) == expected
     detail = DeltaTable.forPath(spark, path).detail().first()

@@ -15,6 +15,7 @@ plane: the caller passes those steps as ``DataRewrites``.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -187,15 +188,22 @@ def _needs(step: Callable[[DeltaLog], None] | None, what: str) -> Callable[[Delt
 
 
 def _deletion_vectors(log: DeltaLog, rewrites: DataRewrites) -> bool:
-    """Stop new vectors (unset the property), then purge the files that have one."""
+    """Stop new vectors (unset the property), purge the files that have one, and keep the
+    vector files older versions need from other clients' VACUUM (``dv_tombstones``)."""
     snapshot = log.snapshot()
-    if not fr.REMOVABLE["deletionVectors"].traces(snapshot):
-        return False
+    traces = bool(fr.REMOVABLE["deletionVectors"].traces(snapshot))
     if props.ENABLE_DELETION_VECTORS in snapshot.configuration:
         unset_properties(log, [props.ENABLE_DELETION_VECTORS], if_exists=True)
     if fr.REMOVABLE["deletionVectors"].traces(log.snapshot()):
         _needs(rewrites.purge, "purging deletion vectors")(log)
-    return True
+    # also when the table looked clean: vectors may have gone before this command ran
+    snapshot = log.snapshot()
+    removes = fr.dv_tombstones(snapshot, int(time.time() * 1000))
+    if removes:
+        txn = Transaction(log, snapshot)
+        txn.remove_files(removes)
+        txn.commit("DELETION VECTOR TOMBSTONES", None, {"dvTombstones": len(removes)})
+    return traces
 
 
 def _check_constraints(log: DeltaLog, _rewrites: DataRewrites) -> bool:

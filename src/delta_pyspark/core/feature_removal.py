@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
 import pyarrow.compute as pc
 
@@ -30,6 +31,7 @@ from delta_pyspark.core.column_mapping import (
     column_mapping_mode,
 )
 from delta_pyspark.core.commit_actions import CommitActions
+from delta_pyspark.core.deletion_vectors import DeletionVectorDescriptor
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.log_segment import CheckpointKind, scan_log
 from delta_pyspark.core.metadata_cleanup import CHECKPOINT_PROTECTION, PROTECTION_VERSION_KEY
@@ -319,6 +321,32 @@ def downgrade_metadata(
     if protect_before is not None:
         conf[PROTECTION_VERSION_KEY] = str(protect_before)
     return metadata.with_changes(configuration=conf)
+
+
+def dv_tombstones(snapshot: Snapshot, now_ms: int) -> list[dict[str, Any]]:
+    """``remove`` actions naming the deletion vector files the tombstones still reference, so
+    a VACUUM by a client that knows no deletion vectors keeps them while older versions
+    need them (delta-spark's DV tombstones; those already written are not repeated)."""
+    tombstones = snapshot.tombstones
+    if tombstones.num_rows == 0:
+        return []
+    root = snapshot.table_root.rstrip("/") + "/"
+    plain = {p for p, dv in zip(*_paths_and_vectors(tombstones), strict=True) if dv is None}
+    wanted: set[str] = set()
+    for dv in _paths_and_vectors(tombstones)[1]:
+        if dv is None or dv.get("storageType") == "i":
+            continue
+        where = DeletionVectorDescriptor.from_dict(dv).absolute_path(snapshot.table_root)
+        if where is None:
+            continue
+        path = quote(where[len(root) :]) if where.startswith(root) else where
+        if path not in plain:
+            wanted.add(path)
+    return [{"path": p, "deletionTimestamp": now_ms, "dataChange": False} for p in sorted(wanted)]
+
+
+def _paths_and_vectors(files: Any) -> tuple[list[str], list[dict[str, Any] | None]]:
+    return files.column("path").to_pylist(), files.column("deletionVector").to_pylist()
 
 
 def without_column_mapping(metadata: Metadata) -> Metadata:
