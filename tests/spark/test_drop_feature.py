@@ -338,3 +338,30 @@ def test_add_feature_errors_and_legacy_writer_four(spark: Any, tmp_path: Path) -
     final = _commit(root, _latest(root))["protocol"]
     assert final["minReaderVersion"] == 1 and "deletionVectors" not in final["writerFeatures"]
     assert "generatedColumns" in final["writerFeatures"]
+
+
+def test_type_widening_preview_dropped_from_the_kernel_table(spark: Any, tmp_path: Path) -> None:
+    """delta-spark's table with integers widened to decimals (tests/data/kernel/type-widening):
+    the narrower file is rewritten, the preview feature dropped, the values unchanged."""
+    import shutil
+
+    from tests.data_paths import TESTDATA
+
+    root = tmp_path / "t"
+    shutil.copytree(TESTDATA / "kernel" / "type-widening", root)
+    path = str(root)
+    expected = _rows(spark, path)
+    _sql_drop(spark, path, "`typeWidening-preview`")
+    drop = _commit(root, _latest(root))
+    assert "typeWidening-preview" not in json.dumps(drop["protocol"])
+    assert "timestampNtz" in drop["protocol"]["readerFeatures"]
+    assert "delta.typeChanges" not in json.dumps(
+        DeltaTable.forPath(spark, path).toDF().schema.json()
+    )
+    files = DeltaTable.forPath(spark, path).toDF().inputFiles()
+    assert len(files) == 2
+    for f in files:
+        assert str(pq.read_schema(f.removeprefix("file:")).field("byte_decimal").type) == (
+            "decimal128(4, 1)"
+        )
+    assert _rows(spark, path) == expected

@@ -122,3 +122,16 @@ def test_merge_schema_without_type_widening_refuses(spark: Any, tmp_path: Path) 
         big.write.format("delta").option("mergeSchema", "true").mode("append").save(path)
     assert DeltaLog(path).snapshot().version == 0
     assert not (tmp_path / "n" / "_delta_log" / f"{1:020d}.json").exists()
+
+
+def test_dml_rewrites_files_of_integers_widened_to_decimals(spark: Any, tmp_path: Path) -> None:
+    """UPDATE reads the narrower file through the same conversion as a query does."""
+    from delta_pyspark.tables import DeltaTable
+
+    root = tmp_path / "t"
+    shutil.copytree(TABLE, root)
+    DeltaTable.forPath(spark, str(root)).update("byte_long = 1", {"int_decimal": "int_decimal + 1"})
+    rows = {r.byte_long: r for r in spark.read.format("delta").load(str(root)).collect()}
+    assert rows[1].int_decimal == Decimal("4.0") and rows[1].byte_decimal == Decimal("1.0")
+    assert rows[2**63 - 1].int_decimal == Decimal("1234567890.1")
+    assert spark.conf.get("spark.sql.parquet.enableVectorizedReader") == "true"
