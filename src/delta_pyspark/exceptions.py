@@ -161,3 +161,64 @@ class ChangeDataStartAfterLatestError(DeltaIllegalArgumentException):
     """A change data feed read starting after the table's latest version."""
 
     error_class = "DELTA_CDC_START_VERSION_AFTER_LATEST"
+
+
+class UnsupportedFeaturesInConfigError(DeltaIllegalArgumentException):
+    """A table feature name this implementation does not know."""
+
+    error_class = "DELTA_UNSUPPORTED_FEATURES_IN_CONFIG"
+
+
+class CannotDropCheckConstraintFeatureError(DeltaAnalysisException):
+    """DROP FEATURE checkConstraints while the table still has CHECK constraints."""
+
+    error_class = "DELTA_CANNOT_DROP_CHECK_CONSTRAINT_FEATURE"
+
+
+class DeltaTableFeatureException(DeltaError):
+    """A refused DROP FEATURE (delta-spark's DeltaTableFeatureException); the subclasses carry
+    delta-spark's error classes. Nothing was dropped, though a first step may have run."""
+
+
+class FeatureDropNotPresentError(DeltaTableFeatureException):
+    error_class = "DELTA_FEATURE_DROP_FEATURE_NOT_PRESENT"
+
+
+class FeatureDropIsDeltaPropertyError(DeltaTableFeatureException):
+    error_class = "DELTA_FEATURE_DROP_FEATURE_IS_DELTA_PROPERTY"
+
+
+class FeatureDropNonRemovableError(DeltaTableFeatureException):
+    error_class = "DELTA_FEATURE_DROP_NONREMOVABLE_FEATURE"
+
+
+class FeatureDropUnsupportedClientFeatureError(DeltaTableFeatureException):
+    error_class = "DELTA_FEATURE_DROP_UNSUPPORTED_CLIENT_FEATURE"
+
+
+class FeatureDropDependentFeatureError(DeltaTableFeatureException):
+    error_class = "DELTA_FEATURE_DROP_DEPENDENT_FEATURE"
+
+
+class FeatureDropHistoryTruncationNotAllowedError(DeltaTableFeatureException):
+    error_class = "DELTA_FEATURE_DROP_HISTORY_TRUNCATION_NOT_ALLOWED"
+
+
+class FeatureDropNeedsHistoryTruncationError(DeltaTableFeatureException):
+    error_class = "DELTA_FEATURE_CAN_ONLY_DROP_CHECKPOINT_PROTECTION_WITH_HISTORY_TRUNCATION"
+
+
+class FeatureDropWaitForRetentionPeriodError(DeltaTableFeatureException):
+    error_class = "DELTA_FEATURE_DROP_WAIT_FOR_RETENTION_PERIOD"
+
+
+class FeatureDropHistoricalVersionsExistError(DeltaTableFeatureException):
+    error_class = "DELTA_FEATURE_DROP_HISTORICAL_VERSIONS_EXIST"
+
+
+class FeatureDropCheckpointProtectionWaitError(DeltaTableFeatureException):
+    error_class = "DELTA_FEATURE_DROP_CHECKPOINT_PROTECTION_WAIT_FOR_RETENTION_PERIOD"
+
+
+class FeatureDropConflictRevalidationError(DeltaTableFeatureException):
+    error_class = "DELTA_FEATURE_DROP_CONFLICT_REVALIDATION_FAIL"

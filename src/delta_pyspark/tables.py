@@ -29,6 +29,7 @@ from delta_pyspark.exceptions import (
     DeltaIllegalArgumentException,
     DeltaTableNotFoundError,
     DeltaUnsupportedOperationException,
+    UnsupportedFeaturesInConfigError,
 )
 from delta_pyspark.session import install, load_table
 from delta_pyspark.spark import arguments as args
@@ -219,7 +220,7 @@ class DeltaTable:
     def addFeatureSupport(self, featureName: str) -> None:
         args.check_str(featureName, "featureName")
         if featureName not in KNOWN_FEATURES:
-            raise DeltaIllegalArgumentException(
+            raise UnsupportedFeaturesInConfigError(
                 f"[DELTA_UNSUPPORTED_FEATURES_IN_CONFIG] unknown table feature {featureName!r}; "
                 f"known features: {', '.join(sorted(KNOWN_FEATURES))}"
             )
@@ -233,6 +234,16 @@ class DeltaTable:
         txn = Transaction(self._log, s)
         txn.update_protocol(new)
         txn.commit("ADD FEATURE", {"feature": featureName})
+
+    def dropFeatureSupport(self, featureName: str, truncateHistory: bool | None = None) -> None:
+        """ALTER TABLE DROP FEATURE: remove the feature's traces, then drop it from the
+        protocol (delta-spark's rules and errors; ``spark/drop_feature.py``)."""
+        from delta_pyspark.spark.drop_feature import drop_table_feature
+
+        args.check_str(featureName, "featureName")
+        if truncateHistory is not None:
+            args.check_bool(truncateHistory, "truncateHistory")
+        drop_table_feature(self._spark, self._log, featureName, bool(truncateHistory))
 
     # ------------------------------------------------------------ DML
 

@@ -55,6 +55,20 @@ EXPECTED = {
     ex.NoChangeDataStartError: AnalysisException,
     ex.InvalidChangeDataRangeError: IllegalArgumentException,
     ex.ChangeDataStartAfterLatestError: IllegalArgumentException,
+    ex.UnsupportedFeaturesInConfigError: IllegalArgumentException,
+    ex.CannotDropCheckConstraintFeatureError: AnalysisException,
+    ex.DeltaTableFeatureException: PySparkException,
+    ex.FeatureDropNotPresentError: PySparkException,
+    ex.FeatureDropIsDeltaPropertyError: PySparkException,
+    ex.FeatureDropNonRemovableError: PySparkException,
+    ex.FeatureDropUnsupportedClientFeatureError: PySparkException,
+    ex.FeatureDropDependentFeatureError: PySparkException,
+    ex.FeatureDropHistoryTruncationNotAllowedError: PySparkException,
+    ex.FeatureDropNeedsHistoryTruncationError: PySparkException,
+    ex.FeatureDropWaitForRetentionPeriodError: PySparkException,
+    ex.FeatureDropHistoricalVersionsExistError: PySparkException,
+    ex.FeatureDropCheckpointProtectionWaitError: PySparkException,
+    ex.FeatureDropConflictRevalidationError: PySparkException,
 }
 
 

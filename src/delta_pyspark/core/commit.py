@@ -20,7 +20,7 @@ from delta_pyspark.core.actions import encode_action
 from delta_pyspark.core.checkpoint import write_checkpoint
 from delta_pyspark.core.log_segment import commit_name
 from delta_pyspark.core.log_store import LogStore
-from delta_pyspark.core.metadata_cleanup import cleanup_expired_logs
+from delta_pyspark.core.metadata_cleanup import cleanup_expired_logs, protected_before
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.table_features import supports
 from delta_pyspark.exceptions import DeltaUnsupportedOperationException
@@ -115,7 +115,12 @@ def post_commit(store: LogStore, snapshot: Snapshot, txn_id: str | None = None) 
             if props.expired_log_cleanup(conf) and not supports(
                 snapshot.protocol, "catalogManaged"
             ):
-                cleanup_expired_logs(store, snapshot.segment.log_dir, props.log_retention_ms(conf))
+                cleanup_expired_logs(
+                    store,
+                    snapshot.segment.log_dir,
+                    props.log_retention_ms(conf),
+                    protect_before=protected_before(snapshot.protocol, conf),
+                )
     except Exception:  # a hook failure must not turn a committed write into an error
         log.exception("post-commit hook failed for version %d", snapshot.version)
     if props.symlink_manifest_enabled(conf):

@@ -47,6 +47,7 @@ SUPPORTED_WRITER_FEATURES = frozenset(
         "typeWidening-preview",
         "variantType",
         "variantType-preview",
+        "checkpointProtection",  # metadata_cleanup keeps its protected checkpoints
     }
 )
 

@@ -254,6 +254,13 @@ _SPECS = [
     PropertySpec("delta.setTransactionRetentionDuration", _check_interval),
     PropertySpec("delta.checkpointRetentionDuration", _check_interval),
     PropertySpec(EXPIRED_LOG_CLEANUP, _check_bool),
+    PropertySpec("delta.dropFeatureTruncateHistory.retentionDuration", _check_interval),
+    PropertySpec(
+        "delta.requireCheckpointProtectionBeforeVersion",
+        _check_int(0),
+        settable=False,
+        why_not="DROP FEATURE sets it when it protects checkpoints",
+    ),
     PropertySpec(CHECKPOINT_STATS_AS_JSON, _check_bool),
     PropertySpec(CHECKPOINT_STATS_AS_STRUCT, _check_bool),
     PropertySpec("delta.checkpointPolicy", _check_choice("classic", "v2")),

@@ -524,6 +524,7 @@ PYSPARK_BASES: dict[type[ex.DeltaError], type[PySparkException]] = {
     ex.DeltaJvmExtensionError: PySparkException,
     ex.FileAlreadyExistsError: PySparkException,
     ex.InvariantViolationError: PySparkException,
+    ex.DeltaTableFeatureException: PySparkException,
 }
 
 

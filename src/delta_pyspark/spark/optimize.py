@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -140,6 +140,9 @@ class OptimizeSpec:
     max_file_size: int | None = None  # overrides the session/table setting
     min_file_size: int | None = None
     partitions: Collection[PartitionKey] | None = None  # only these (auto compaction)
+    # REORG of exactly the files this mask of the snapshot's files selects, each rewritten
+    # on its own (DROP FEATURE typeWidening: the files holding narrower types)
+    rewrite: Callable[[Snapshot, pa.Table], pa.BooleanArray] | None = None
 
 
 @dataclass
@@ -238,6 +241,9 @@ def _plan(
 ) -> list[Bin]:
     if spec.zorder_by:
         return pack_bins(files, keep_single=pa.array([True] * files.num_rows))
+    if spec.rewrite is not None:
+        chosen = spec.rewrite(snapshot, files)
+        return pack_bins(files, chosen, target, keep_single=chosen)
     with_dv = has_deletion_vector(files)
     if spec.purge:
         return pack_bins(files, with_dv, target, keep_single=with_dv)

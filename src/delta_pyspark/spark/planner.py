@@ -56,6 +56,7 @@ from delta_pyspark.core.schema import StructType
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.table_paths import data_file_path
 from delta_pyspark.core.time_travel import parse_timestamp_ms, split_path_suffix
+from delta_pyspark.core.type_widening import needs_row_reader
 from delta_pyspark.exceptions import (
     DeltaIllegalArgumentException,
     DeltaPlannerUnsupportedError,
@@ -375,6 +376,7 @@ def _opened(
             str(snapshot.size_in_bytes),
             "dv" if vectors else "",
             json.dumps(physical) if physical else "",
+            "rows" if needs_row_reader(schema) else "",
         ]
     )
 

@@ -33,6 +33,7 @@ from delta_pyspark.core.schema import BINARY, DOUBLE, FLOAT, LONG, StructField, 
 from delta_pyspark.core.schema_arrow import to_arrow_schema
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.table_paths import data_file_path
+from delta_pyspark.core.type_widening import needs_row_reader
 from delta_pyspark.exceptions import DeltaError
 from delta_pyspark.spark.integration import (
     classic_session,
@@ -192,10 +193,11 @@ def read_files(
     binary_part = any(physical.field(p).type == BINARY for p in part_physical)
     floats = [p for p in part_physical if physical.field(p).type in (FLOAT, DOUBLE)]
     hive = mode == "none" and not binary_part and _hive_layout(files, part_physical, floats)
+    rows = needs_row_reader(schema)  # integers widened to decimals: see ``_read``
     for subset, dv in ((plain, False), (with_dv, True)):
         if subset.num_rows == 0:
             continue
-        args = (spark, root, subset, data_schema, physical, part_physical, dv, with_row_ids)
+        args = (spark, root, subset, data_schema, physical, part_physical, dv, with_row_ids, rows)
         frames.extend([_hive_branch(*args, dropped)] if hive else _literal_branches(*args, dropped))
     df = frames[0]
     for other in frames[1:]:
@@ -221,6 +223,7 @@ def _read(
     schema: Any,
     base: str | None,
     row_index: bool,
+    row_reader: bool = False,
 ) -> DataFrame:
     """Spark's Parquet scan of ``paths`` (of ``files``), packed into even tasks
     (``_even_tasks``); ``row_index`` adds each row's position in its file.
@@ -240,7 +243,13 @@ def _read(
     if base is not None:
         reader = reader.option("basePath", base)
     try:
-        return _even_tasks(spark, reader.parquet(*map(glob_literal, paths)), files.column("size"))
+        df = reader.parquet(*map(glob_literal, paths))
+        if row_reader:  # Spark's vectorized reader refuses integers read as decimals
+            scans = helper_class(spark, "deltapyspark.FileScans")
+            if scans is not None:
+                conf = "spark.sql.parquet.enableVectorizedReader"
+                df = python_frame(scans.withConf(java_frame(df), conf, "false"), spark)
+        return _even_tasks(spark, df, files.column("size"))
     except Exception as e:  # AnalysisException [PATH_NOT_FOUND] names the file
         if "PATH_NOT_FOUND" in str(e) or "does not exist" in str(e):
             raise DeltaFileNotFoundError(
@@ -338,13 +347,15 @@ def _hive_branch(
     parts: list[str],
     dv: bool,
     with_row_ids: bool,
+    row_reader: bool,
     dropped: dict[str, np.ndarray],
 ) -> DataFrame:
     from pyspark.sql.types import StructType as SparkStruct
 
     part_fields = [to_spark_type(StructType((physical.field(p),))).fields[0] for p in parts]
     full = SparkStruct(list(data_schema.fields) + part_fields)
-    df = _read(spark, files, _paths(root, files), full, root if parts else None, with_row_ids)
+    base = root if parts else None
+    df = _read(spark, files, _paths(root, files), full, base, with_row_ids, row_reader)
     if dv:
         return _apply_dvs(spark, root, files, df, with_row_ids, dropped)
     return _with_row_ids(df) if with_row_ids else df
@@ -359,12 +370,13 @@ def _literal_branches(
     parts: list[str],
     dv: bool,
     with_row_ids: bool,
+    row_reader: bool,
     dropped: dict[str, np.ndarray],
 ) -> list[DataFrame]:
     from pyspark.sql import functions as F
 
     def read(subset: pa.Table) -> DataFrame:
-        df = _read(spark, subset, _paths(root, subset), data_schema, None, with_row_ids)
+        df = _read(spark, subset, _paths(root, subset), data_schema, None, with_row_ids, row_reader)
         if dv:
             return _apply_dvs(spark, root, subset, df, with_row_ids, dropped)
         return _with_row_ids(df) if with_row_ids else df

@@ -94,6 +94,8 @@ def _clause(p: StatementParser, table: TableRef) -> Statement:
         )
     if p.accept("CLUSTER", "BY"):
         return _cluster_by(p, table)
+    if p.accept("DROP", "FEATURE"):
+        return _drop_feature(p, table)
     columns = _column_clause(p, table)
     if columns is not None:
         return columns
@@ -101,9 +103,27 @@ def _clause(p: StatementParser, table: TableRef) -> Statement:
     refusal = (
         f"ALTER TABLE ... {clause} is not supported on Delta tables yet (supported: SET/UNSET "
         "TBLPROPERTIES, ADD/DROP CONSTRAINT, ADD COLUMNS, RENAME COLUMN, DROP COLUMN(S), "
-        "ALTER/CHANGE COLUMN, CLUSTER BY)"
+        "ALTER/CHANGE COLUMN, CLUSTER BY, DROP FEATURE)"
     )
     return Statement("ALTER TABLE", table, "", nothing, spark_knows=True, refusal=refusal)
+
+
+def _drop_feature(p: StatementParser, table: TableRef) -> Statement:
+    """DROP FEATURE name [TRUNCATE HISTORY] (a name with '-' is quoted: `typeWidening-preview`
+    or 'typeWidening-preview'), Delta's own clause."""
+    token = p.peek()
+    if token is not None and token.kind == "string":
+        name = p.literal("a feature name")
+    else:
+        name = p.identifier("a feature name")
+    truncate = p.accept("TRUNCATE", "HISTORY")
+    p.end()
+    return Statement(
+        "DROP FEATURE",
+        table,
+        "",
+        lambda spark, path: DeltaTable(spark, path).dropFeatureSupport(name, truncate),
+    )
 
 
 def _column_clause(p: StatementParser, table: TableRef) -> Statement | None:

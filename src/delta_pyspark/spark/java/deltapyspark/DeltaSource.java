@@ -157,6 +157,10 @@ public final class DeltaSource
     org.apache.spark.sql.classic.SparkSession user =
         (org.apache.spark.sql.classic.SparkSession) session;
     org.apache.spark.sql.classic.SparkSession scans = user.cloneSession();
+    if (parts.length > 7 && "rows".equals(parts[7])) {
+      // integers widened to decimals: only Spark's row-based Parquet reader converts them
+      scans.sessionState().conf().setConfString("spark.sql.parquet.enableVectorizedReader", "false");
+    }
     DeltaFileIndex index =
         new DeltaFileIndex(parts[0], parts[1], partitionSchema, Long.parseLong(parts[4]), scans);
     // the table can hold deletion vectors: its files' rows come with each listing

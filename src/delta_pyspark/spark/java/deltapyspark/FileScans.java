@@ -41,12 +41,18 @@ public final class FileScans {
 
   /** {@code scan} with its files packed into tasks of at most {@code maxSplitBytes}. */
   public static Dataset withMaxSplitBytes(Dataset scan, long maxSplitBytes) {
+    return withConf(
+        scan, SQLConf.FILES_MAX_PARTITION_BYTES().key(), Long.toString(maxSplitBytes));
+  }
+
+  /**
+   * {@code scan} planned and read with one SQL conf changed in its own session (a clone of
+   * the relation's): the user's session is untouched.
+   */
+  public static Dataset withConf(Dataset scan, String key, String value) {
     HadoopFsRelation files = (HadoopFsRelation) relationOf(scan).relation();
     SparkSession tuned = ((SparkSession) files.sparkSession()).cloneSession();
-    tuned
-        .sessionState()
-        .conf()
-        .setConfString(SQLConf.FILES_MAX_PARTITION_BYTES().key(), Long.toString(maxSplitBytes));
+    tuned.sessionState().conf().setConfString(key, value);
     return withRelation(
         scan,
         files.copy(
