@@ -18,6 +18,7 @@ BENCHMARKS = {
     "planner_reads": "benchmarks.planner_reads",
     "catalog_commits": "benchmarks.catalog_commits",
     "streaming": "benchmarks.streaming",
+    "row_tracking": "benchmarks.row_tracking",
 }
 
 
