@@ -19,10 +19,10 @@ from delta_pyspark.core.log_store import to_local_path
 from delta_pyspark.core.schema import StructType, parse_schema_string
 from delta_pyspark.core.schema_arrow import to_arrow_type
 from delta_pyspark.core.snapshot import Snapshot
+from delta_pyspark.core.table_paths import data_file_path
 from delta_pyspark.core.transaction import Transaction
 from delta_pyspark.core.type_widening import has_type_changes
 from delta_pyspark.spark.optimize import OptimizeSpec, run_optimize
-from delta_pyspark.spark.paths import data_file_path
 from delta_pyspark.spark.scan import read_files
 from delta_pyspark.spark.write import write_files
 
