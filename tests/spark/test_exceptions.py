@@ -55,6 +55,12 @@ EXPECTED = {
     ex.NoChangeDataStartError: AnalysisException,
     ex.InvalidChangeDataRangeError: IllegalArgumentException,
     ex.ChangeDataStartAfterLatestError: IllegalArgumentException,
+    ex.IdentityColumnExplicitInsertError: AnalysisException,
+    ex.IdentityColumnUpdateError: AnalysisException,
+    ex.IdentityColumnIllegalStepError: AnalysisException,
+    ex.IdentityColumnPartitionError: AnalysisException,
+    ex.IdentityColumnWithGenerationError: AnalysisException,
+    ex.IdentityColumnDataTypeError: UnsupportedOperationException,
 }
 
 
