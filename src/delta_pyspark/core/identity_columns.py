@@ -136,9 +136,11 @@ def round_to_next(start: int, step: int, value: int) -> int:
     offset = value - start
     if offset % step == 0:
         return value
-    quotient = int(offset / step)  # truncated toward zero, as the JVM's division
+    quotient = abs(offset) // abs(step)  # truncated toward zero, as the JVM's division
     if (offset > 0) == (step > 0):
         quotient += 1
+    else:
+        quotient = -quotient
     return start + step * quotient
 
 
