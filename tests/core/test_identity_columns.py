@@ -217,3 +217,23 @@ def test_concurrent_identity_appends_conflict(tmp_path: Path) -> None:
         next(json.loads(x) for x in commit if "metaData" in x)["metaData"]["schemaString"]
     )
     assert schema["fields"][0]["metadata"][HIGH_WATER_MARK] == 2
+
+
+def test_a_moved_mark_does_not_fail_a_transaction_without_metadata(tmp_path: Path) -> None:
+    """delta-spark's case: a DELETE-like commit (no metadata) survives an identity append
+    that won meanwhile; a transaction changing metadata too does not."""
+    log = _identity_table(tmp_path)
+    snapshot = log.snapshot()
+    plain = Transaction(log, snapshot)
+    given = _data_file(tmp_path, "given.parquet", [50])
+    plain.add_files([{**given, "modificationTime": 1, "dataChange": True}])
+    other = Transaction(log, snapshot)
+    other.update_metadata(snapshot.metadata.with_changes(configuration={"a": "b"}))
+    _identity_append(log, tmp_path, "a.parquet", [1, 2]).commit("WRITE", {"mode": "Append"})
+    plain.commit("WRITE", {"mode": "Append"})
+    with pytest.raises(MetadataChangedException):
+        other.commit("SET TBLPROPERTIES")
+    latest = DeltaLog(str(tmp_path)).snapshot()
+    assert latest.version == 2
+    assert sorted(latest.files.column("path").to_pylist()) == ["a.parquet", "given.parquet"]
+    assert identity_info(latest.schema.fields[0]).high_water_mark == 2

@@ -12,6 +12,7 @@ change (delta-spark's MetadataChangedException), so their values never overlap.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -216,6 +217,23 @@ def with_written_high_water_marks(
     if updated == schema:
         return None
     return metadata.with_changes(schema_string=schema_to_string(updated))
+
+
+def only_high_water_marks_moved(read: Metadata, winner: Metadata) -> bool:
+    """Whether ``winner`` (a concurrent commit's metadata) differs from the metadata a
+    transaction read only in identity high-water marks: delta-spark lets such a winner pass a
+    transaction that changes no metadata (its values, if any, were given, not generated)."""
+
+    def without_marks(metadata: Metadata) -> Metadata:
+        schema = json.loads(metadata.schema_string)
+        for f in schema.get("fields", []):
+            f.get("metadata", {}).pop(HIGH_WATER_MARK, None)
+        return metadata.with_changes(schema_string=json.dumps(schema, sort_keys=True))
+
+    try:
+        return without_marks(read) == without_marks(winner)
+    except (ValueError, AttributeError, TypeError):
+        return False  # a schema this check cannot read: the winner conflicts
 
 
 IDENTITY_CLAUSE = re.compile(
