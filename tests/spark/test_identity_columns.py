@@ -320,3 +320,16 @@ def test_time_travel_and_delta_rs_read(spark: Any, tmp_path: Path) -> None:
     ):
         deltalake.write_deltalake(str(path), data, mode="append")
     assert _commits(path) == before
+
+
+def test_reads_do_not_carry_the_identity_definition(spark: Any, tmp_path: Path) -> None:
+    """As delta-spark: a DataFrame read from the table has a plain BIGINT, so a copy of it
+    elsewhere is no identity table (and takes the values as they are)."""
+    path, copy = tmp_path / "t", tmp_path / "copy"
+    _always(spark, path)
+    spark.createDataFrame([("a",)], "v string").write.format("delta").mode("append").save(str(path))
+    read = spark.read.format("delta").load(str(path))
+    assert read.schema["id"].metadata == {}
+    read.write.format("delta").save(str(copy))
+    assert _id_metadata(copy, 0) == {}
+    assert _rows(spark, copy) == _rows(spark, path)
