@@ -333,3 +333,24 @@ def test_reads_do_not_carry_the_identity_definition(spark: Any, tmp_path: Path) 
     read.write.format("delta").save(str(copy))
     assert _id_metadata(copy, 0) == {}
     assert _rows(spark, copy) == _rows(spark, path)
+
+
+def test_partitioned_table_ids_are_distinct_across_partitions(spark: Any, tmp_path: Path) -> None:
+    path = tmp_path / "t"
+    (
+        DeltaTable.create(spark)
+        .location(str(path))
+        .addColumn("id", "BIGINT", generatedAlwaysAs=IdentityGenerator(start=0, step=5))
+        .addColumn("p", "STRING")
+        .partitionedBy("p")
+        .execute()
+    )
+    for _ in range(2):
+        data = spark.range(0, 60, numPartitions=3).select(
+            (F.col("id") % 4).cast("string").alias("p")
+        )
+        data.write.format("delta").mode("append").save(str(path))
+    ids = _check_ids(spark, path, 0, 5)
+    assert len(ids) == 120
+    adds = [a["add"] for a in _actions(path, 2) if "add" in a]
+    assert {a["partitionValues"]["p"] for a in adds} == {"0", "1", "2", "3"}
