@@ -34,7 +34,6 @@ _GENERATED = "generated columns (filed separately): its table has a generatedAlw
 # test name -> why it cannot pass here (features filed elsewhere, or JVM-only test fixtures)
 DESELECTED = {
     "test_cdc": "change data feed (filed separately)",
-    "test_create_table_with_identity_column": "identity columns (filed separately)",
     "test_dropFeatureSupport": "dropping table features (filed separately), shown with "
     "delta-spark's test-only features (testRemovableWriter)",
     # the tables of these are built with a generated column (``__build_delta_table``)
@@ -58,9 +57,8 @@ _IMPORTS = [
     (
         "from delta.tables import DeltaTable, DeltaTableBuilder, DeltaOptimizeBuilder, "
         "IdentityGenerator",
-        "from delta_pyspark.tables import DeltaTable, DeltaTableBuilder\n"
-        "from delta_pyspark.spark.optimize import DeltaOptimizeBuilder\n"
-        "from delta_pyspark_testing import IdentityGenerator",
+        "from delta_pyspark.tables import DeltaTable, DeltaTableBuilder, IdentityGenerator\n"
+        "from delta_pyspark.spark.optimize import DeltaOptimizeBuilder",
     ),
     (
         "from delta.testing.utils import DeltaTestCase",
@@ -76,15 +74,6 @@ _OUR_CONFS = (
     "for _key, _value in configure_spark_with_delta(SparkSession.Builder())._options.items():\n"
     "            _conf.set(_key, _value)"
 )
-_IDENTITY_STANDIN = '''
-
-@dataclass
-class IdentityGenerator:
-    """Stand-in for delta-spark's (identity columns are not supported yet)."""
-
-    start: int = 1
-    step: int = 1
-'''
 
 
 def _read(delta: Path, rel: str, rev: str) -> str:
@@ -116,12 +105,12 @@ def prepare(delta: Path, rev: str, out: Path) -> Path:
     utils = _replace(
         utils,
         "from pyspark import SparkConf\n",
-        "from dataclasses import dataclass\n\nfrom pyspark import SparkConf\n"
+        "from pyspark import SparkConf\n"
         "from pyspark.sql import SparkSession\n\n"
         "from delta_pyspark import configure_spark_with_delta\n",
         UTILS_FILE,
     )
-    (out / "delta_pyspark_testing.py").write_text(utils + _IDENTITY_STANDIN)
+    (out / "delta_pyspark_testing.py").write_text(utils)
     target = out / "test_deltatable.py"
     target.write_text(tests)
     return target

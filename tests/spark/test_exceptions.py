@@ -69,6 +69,12 @@ EXPECTED = {
     ex.FeatureDropHistoricalVersionsExistError: PySparkException,
     ex.FeatureDropCheckpointProtectionWaitError: PySparkException,
     ex.FeatureDropConflictRevalidationError: PySparkException,
+    ex.IdentityColumnExplicitInsertError: AnalysisException,
+    ex.IdentityColumnUpdateError: AnalysisException,
+    ex.IdentityColumnIllegalStepError: AnalysisException,
+    ex.IdentityColumnPartitionError: AnalysisException,
+    ex.IdentityColumnWithGenerationError: AnalysisException,
+    ex.IdentityColumnDataTypeError: UnsupportedOperationException,
 }
 
 

@@ -23,11 +23,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_pyspark.core.actions import ADD_SCHEMA, REMOVE_SCHEMA, file_actions_to_arrow
+from delta_pyspark.core.actions import ADD_SCHEMA, REMOVE_SCHEMA, Metadata, file_actions_to_arrow
 from delta_pyspark.core.commit_actions import CommitActions
 from delta_pyspark.core.data_skipping import may_match
 from delta_pyspark.core.expression_sql import to_sql
 from delta_pyspark.core.expressions import Expr
+from delta_pyspark.core.identity_columns import only_high_water_marks_moved
 from delta_pyspark.core.logical_files import action_key, canonical_path, file_keys
 from delta_pyspark.exceptions import (
     ConcurrentAppendException,
@@ -86,6 +87,9 @@ class ConflictContext:
     partition_columns: list[str]
     # Keys of removed files whose change is a deletion vector update (rebasable).
     row_delete_keys: set[str] = field(default_factory=set)
+    # The metadata the transaction read, and whether it commits metadata of its own.
+    read_metadata: Metadata | None = None
+    changes_metadata: bool = False
 
 
 @dataclass(frozen=True)
@@ -149,7 +153,7 @@ def check_commit(ctx: ConflictContext, version: int, winner: CommitActions) -> l
         raise ProtocolChangedException(
             f"the protocol was changed by concurrent commit {label}; re-read the table and retry"
         )
-    if winner.metadata is not None:
+    if winner.metadata is not None and not _tolerated_metadata(ctx, winner.metadata):
         raise MetadataChangedException(
             f"the table metadata (schema, partitioning or properties) was changed by concurrent "
             f"commit {label}; re-read the table and retry"
@@ -159,6 +163,16 @@ def check_commit(ctx: ConflictContext, version: int, winner: CommitActions) -> l
     rebases = _check_deleted_files(ctx, winner, label, row_deletions)
     _check_app_ids(ctx, winner, label)
     return rebases
+
+
+def _tolerated_metadata(ctx: ConflictContext, metadata: Metadata) -> bool:
+    """delta-spark's one metadata change a transaction survives: identity high-water marks
+    moved by a winner, when the transaction commits no metadata itself."""
+    return (
+        not ctx.changes_metadata
+        and ctx.read_metadata is not None
+        and only_high_water_marks_moved(ctx.read_metadata, metadata)
+    )
 
 
 def _check_added_files(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from delta_pyspark.core.actions import Metadata, Protocol
 from delta_pyspark.core.column_mapping import column_mapping_mode
+from delta_pyspark.core.identity_columns import is_identity
 from delta_pyspark.core.table_properties import features_for_properties
 from delta_pyspark.exceptions import UnsupportedTableFeatureError
 
@@ -43,6 +44,7 @@ SUPPORTED_WRITER_FEATURES = frozenset(
         "domainMetadata",
         "rowTracking",
         "inCommitTimestamp",
+        "identityColumns",
         "typeWidening",
         "typeWidening-preview",
         "variantType",
@@ -213,6 +215,8 @@ def features_required(schema: object, configuration: dict[str, str]) -> set[str]
         needed.add("timestampNtz")
     if "variant" in types:
         needed.add("variantType")
+    if any(is_identity(f) for f in getattr(schema, "fields", ())):
+        needed.add("identityColumns")
     needed |= features_for_properties(conf)  # the boolean properties that enable a feature
     if conf.get("delta.columnMapping.mode", "none").lower() != "none":
         needed.add("columnMapping")
@@ -251,6 +255,7 @@ def protocol_for(
         "checkConstraints": (1, 3),
         "changeDataFeed": (1, 4),
         "columnMapping": (2, 5),
+        "identityColumns": (1, 6),
     }
     if base.min_writer_version < 7 and missing <= legacy.keys():
         r = max([base.min_reader_version] + [legacy[f][0] for f in missing])

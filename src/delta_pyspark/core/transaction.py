@@ -293,6 +293,8 @@ class Transaction:
             domains_written={d.domain for d in self._domains},
             arrow_schema=to_arrow_schema(physical),
             partition_columns=list(self.metadata.partition_columns),
+            read_metadata=self.snapshot.metadata if self.snapshot else None,
+            changes_metadata=self._metadata is not None,
         )
 
     def commit(

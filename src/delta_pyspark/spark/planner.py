@@ -51,6 +51,7 @@ from delta_pyspark.core.deletion_vectors import DeletionVectorDescriptor, read_d
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.expression_parser import parse_predicate
 from delta_pyspark.core.expressions import and_all
+from delta_pyspark.core.identity_columns import without_identity_metadata
 from delta_pyspark.core.log_store import log_store_for, to_local_path
 from delta_pyspark.core.schema import StructType
 from delta_pyspark.core.snapshot import Snapshot
@@ -371,7 +372,7 @@ def _opened(
         [
             table_id,
             snapshot.table_root,
-            to_spark_type(schema).json(),
+            to_spark_type(without_identity_metadata(schema)).json(),
             to_spark_type(part_schema).json(),
             str(snapshot.size_in_bytes),
             "dv" if vectors else "",

@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from delta_pyspark.core.change_data import ChangeFile
 from delta_pyspark.core.delta_log import DeltaLog
+from delta_pyspark.core.identity_columns import without_identity_metadata
 from delta_pyspark.core.schema import StructType
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.stream_source import StreamOffset, StreamOptions, StreamSource
@@ -54,7 +55,7 @@ def stream_schema(path: str, options: dict[str, str]) -> tuple[str, str]:
     snapshot = log.snapshot()
     if start is not None and start <= snapshot.version:
         snapshot = log.snapshot(start)
-    schema = snapshot.schema
+    schema = without_identity_metadata(snapshot.schema)
     if parsed.change_feed:
         schema = StructType((*schema.fields, *EXTRA_FIELDS))
     return str(to_spark_type(schema).json()), snapshot.metadata.schema_string

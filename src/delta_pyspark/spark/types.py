@@ -24,15 +24,20 @@ def from_spark_schema(schema: Any) -> StructType:
 
 def spark_schema_from_ddl(spark: Any, ddl: str) -> Any:
     """Column definitions (``id BIGINT NOT NULL COMMENT 'k', v INT``) as Spark's own parser
-    reads them (PySpark's drops NOT NULL and comments): a PySpark ``StructType``."""
+    reads them (PySpark's drops NOT NULL and comments): a PySpark ``StructType``. Identity
+    clauses (``GENERATED ALWAYS AS IDENTITY (...)``) become the columns' Delta metadata."""
     import json
 
     from pyspark.sql.types import StructType as SparkStruct
 
+    from delta_pyspark.core.identity_columns import split_identity_clauses
     from delta_pyspark.spark.integration import jvm
 
-    parsed = jvm(spark).org.apache.spark.sql.types.StructType.fromDDL(ddl).json()
-    return SparkStruct.fromJson(json.loads(parsed))
+    ddl, identities = split_identity_clauses(ddl)
+    parsed = json.loads(jvm(spark).org.apache.spark.sql.types.StructType.fromDDL(ddl).json())
+    for index, metadata in identities.items():
+        parsed["fields"][index]["metadata"].update(metadata)
+    return SparkStruct.fromJson(parsed)
 
 
 def relaxed(spark_type: Any) -> Any:

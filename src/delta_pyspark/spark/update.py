@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from delta_pyspark.core.change_data import POSTIMAGE, PREIMAGE
 from delta_pyspark.core.delta_log import DeltaLog
+from delta_pyspark.core.identity_columns import check_update
 from delta_pyspark.core.row_deletion import deletion_vectors_enabled, dv_metrics
 from delta_pyspark.core.transaction import Transaction
 from delta_pyspark.spark.auto_compact import commit_and_compact
@@ -56,6 +57,7 @@ def execute_update(
     snapshot = log.snapshot()
     schema = snapshot.schema
     grouped = resolve_assignments(schema, assignments, "UPDATE")
+    check_update(schema, grouped)
     txn = Transaction(log, snapshot)
     txn.check_writable()
     txn.check_data_removable()

@@ -40,6 +40,7 @@ from delta_pyspark.exceptions import (
 )
 from delta_pyspark.spark.auto_compact import commit_and_compact
 from delta_pyspark.spark.change_data import records_changes, replaced_changes
+from delta_pyspark.spark.identity import record_high_water_marks, with_identity_values
 from delta_pyspark.spark.optimized_write import optimize_write_enabled
 from delta_pyspark.spark.rewrite import rewrite_without
 from delta_pyspark.spark.scan import read_files
@@ -180,6 +181,10 @@ def write_delta(
         _truthy(request.opt(REPLACE_OPTION, "false")),
     )
     checks = table_constraints(metadata.configuration)
+    creating = request.opt(OPERATION_OPTION) == "CREATE TABLE"
+    df, generated = with_identity_values(
+        df, schema, metadata.partition_columns, request.options, creating
+    )
     guarded = enforce_constraints(_align(df, schema), schema, checks)
     partitions = list(metadata.partition_columns)
     operation = request.opt(OPERATION_OPTION) or "WRITE"
@@ -222,6 +227,7 @@ def write_delta(
     if not data_change:
         for r in removes:
             r["dataChange"] = False
+    record_high_water_marks(txn, metadata, generated, adds)
     txn.remove_files(removes)
     txn.add_files(extra_adds + adds)
     metrics = {

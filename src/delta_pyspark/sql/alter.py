@@ -300,6 +300,7 @@ def _data_type(spark: SparkSession, text: str) -> DataType:
 
 def _add_columns(spark: SparkSession, path: str, ddl: str) -> None:
     from delta_pyspark.core.alter_table import add_columns
+    from delta_pyspark.core.identity_columns import identity_columns
     from delta_pyspark.spark.types import from_spark_schema, spark_schema_from_ddl
 
     for column in split_top(ddl):
@@ -309,4 +310,9 @@ def _add_columns(spark: SparkSession, path: str, ddl: str) -> None:
                 f"ADD COLUMNS ... FIRST/AFTER is not supported ({column}): new columns go last"
             )
     schema = from_spark_schema(spark_schema_from_ddl(spark, ddl))
+    if identity_columns(schema):
+        raise DeltaUnsupportedOperationException(
+            "ALTER TABLE ADD COLUMNS cannot add an IDENTITY column: the table's existing rows "
+            "would have no values for it"
+        )
     add_columns(DeltaLog.for_table(path), schema.fields)

@@ -13,7 +13,9 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
+from delta_pyspark.core.identity_columns import IDENTITY_CLAUSE
 from delta_pyspark.exceptions import DeltaAnalysisException, DeltaUnsupportedOperationException
+from delta_pyspark.spark.catalog import lookup, register, table_location
 from delta_pyspark.spark.managed_catalog import create_catalog_table
 from delta_pyspark.spark.table_writes import TableDefinition, create_at_path
 from delta_pyspark.spark.types import from_spark_schema, spark_schema_from_ddl
@@ -39,6 +41,12 @@ class _Definition:
     query: str | None = None
 
 
+def declares_identity(p: StatementParser) -> bool:
+    """Whether the statement declares an identity column: Spark's CREATE TABLE refuses them
+    (its session catalog supports no identity columns), so this one makes the table."""
+    return IDENTITY_CLAUSE.search(p.sql) is not None
+
+
 def create_table(p: StatementParser, target: TableRef, if_not_exists: bool) -> Statement:
     """The rest of the statement: ``[(columns)] [USING delta] [PARTITIONED BY (cols)]
     [CLUSTER BY (cols)] [LOCATION 'p'] [COMMENT 'c'] [TBLPROPERTIES (...)] [[AS] query]``."""
@@ -49,13 +57,16 @@ def create_table(p: StatementParser, target: TableRef, if_not_exists: bool) -> S
         schema = (
             None if definition.columns is None else spark_schema_from_ddl(spark, definition.columns)
         )
-        if path is None:
+        if path is None and asks_catalog_managed(p):
             _create_in_catalog(spark, target, definition, schema, if_not_exists)
             return
+        name = ".".join(target.parts)
+        named = path is None and lookup(spark, name) is None
+        location = path or definition.location or table_location(spark, name)
         table = TableDefinition(
-            name=target.parts,
+            name=("delta", location),
             provider="delta",
-            location=path,
+            location=location,
             comment=definition.comment,
             properties=definition.properties,
             options={},
@@ -66,6 +77,8 @@ def create_table(p: StatementParser, target: TableRef, if_not_exists: bool) -> S
         )
         data: DataFrame | None = None if definition.query is None else spark.sql(definition.query)
         create_at_path(spark, table, data, if_not_exists)
+        if named:
+            register(spark, name, location, managed=definition.location is None)
 
     return Statement("CREATE TABLE", None, "", run)
 

@@ -43,9 +43,11 @@ from delta_pyspark.core.row_deletion import deletion_vectors_enabled
 from delta_pyspark.core.schema import StructField, StructType, parse_schema_string, schema_to_string
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.transaction import Transaction
+from delta_pyspark.exceptions import DeltaUnsupportedOperationException
 from delta_pyspark.spark.auto_compact import commit_and_compact
 from delta_pyspark.spark.change_data import records_changes, write_changes
 from delta_pyspark.spark.conditions import condition_sql
+from delta_pyspark.spark.identity import merge_generated_columns, record_high_water_marks
 from delta_pyspark.spark.merge.changes import _Changes
 from delta_pyspark.spark.merge.clauses import MergeClause, _validate_clauses
 from delta_pyspark.spark.merge.common import _SOURCE_MARK, _union
@@ -117,6 +119,7 @@ class MergeCommand(
         snapshot = self.log.snapshot()
         schema = self._target_schema(snapshot.schema)
         self.preserved = preserved_names(snapshot)
+        generated = merge_generated_columns(schema, self.clauses, self.source.columns)
         # Each source row gets an id (fixed once the checkpointed rows exist): phase 1 records
         # which ids matched, so the insert step need not join the target again.
         src = self.source.withColumn(_SOURCE_MARK, F.monotonically_increasing_id())
@@ -125,6 +128,12 @@ class MergeCommand(
         try:
             txn = Transaction(self.log, snapshot)
             txn.check_writable()
+            if generated and records_changes(txn) and (self.matched or self.by_source):
+                raise DeltaUnsupportedOperationException(
+                    "MERGE generating IDENTITY values on a table recording change data, with "
+                    "update or delete clauses too, is not supported (its change data would "
+                    "hold other values); run the inserts as a separate MERGE or INSERT"
+                )
             if any(c.when != "notMatched" for c in self.clauses):
                 txn.check_data_removable()
             plan = self._plan_for(snapshot, src)
@@ -146,6 +155,7 @@ class MergeCommand(
             _drop_checkpoint(src)
         metrics["executionTimeMs"] = elapsed_ms(start)
         if txn.has_changes:
+            record_high_water_marks(txn, txn.metadata, generated, txn.added_files)
             commit_and_compact(
                 self.spark,
                 txn,

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from delta_pyspark.core.identity_columns import identity_info, is_identity
 from delta_pyspark.core.schema import StructField, StructType
 from delta_pyspark.exceptions import DeltaAnalysisException
 from delta_pyspark.spark.conditions import as_column, assigned_value, resolve_assignments
+from delta_pyspark.spark.identity import identity_values
 from delta_pyspark.spark.merge.clauses import MergeClause
 from delta_pyspark.spark.merge.common import _ACTION, _SOURCE_MARK, COPY, DROP
 from delta_pyspark.spark.scan import FILE_PATH, ROW_INDEX
@@ -109,6 +111,8 @@ class _Projection:
             spark_type = to_spark_type(field.type)
             if tgt is not None and field.name in tgt.columns:
                 current = tgt[f"`{field.name}`"]
+            elif tgt is None and is_identity(field):  # an insert not giving it a value
+                current = identity_values(src.sparkSession, identity_info(field))
             else:
                 current = F.lit(None).cast(spark_type)
             value, assigned_by_all = None, True

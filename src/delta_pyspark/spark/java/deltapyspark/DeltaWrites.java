@@ -8,7 +8,11 @@ import org.apache.spark.sql.catalyst.TableIdentifier;
 import org.apache.spark.sql.catalyst.catalog.CatalogStorageFormat;
 import org.apache.spark.sql.catalyst.catalog.CatalogTable;
 import org.apache.spark.sql.catalyst.catalog.CatalogTableType;
+import org.apache.spark.sql.catalyst.expressions.Alias;
+import org.apache.spark.sql.catalyst.expressions.Literal;
 import org.apache.spark.sql.catalyst.plans.logical.LocalRelation;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.plans.logical.Project;
 import org.apache.spark.sql.catalyst.rules.Rule;
 import org.apache.spark.sql.catalyst.trees.TreeNode;
 import org.apache.spark.sql.catalyst.types.DataTypeUtils;
@@ -53,6 +57,13 @@ public final class DeltaWrites extends Rule {
 
   /** Option holding the schema a CREATE TABLE declares (Spark's JSON), as declared. */
   static final String DECLARED_SCHEMA_OPTION = "__delta_declared_schema";
+
+  /**
+   * Option naming the columns an INSERT with a column list left out (Spark fills them with a
+   * bare null literal), separated by U+0001: an identity column left out gets generated values,
+   * where a null written explicitly is a value.
+   */
+  static final String OMITTED_COLUMNS_OPTION = "__delta_omitted_columns";
 
   /**
    * Option every catalog entry of a Delta table carries (Spark hands a catalog table's options
@@ -136,11 +147,36 @@ public final class DeltaWrites extends Rule {
     if (overwrite && where.length() > 0) {
       options.append("replaceWhere").append('\0').append(where).append('\0');
     }
+    String omitted = omittedColumns(insert.query());
+    if (omitted.length() > 0) {
+      options.append(OMITTED_COLUMNS_OPTION).append('\0').append(omitted).append('\0');
+    }
     return new DeltaInsert(
         ((DeltaFileIndex) index.get()).root(),
         overwrite ? "overwrite" : "append",
         options.toString(),
         insert.query());
+  }
+
+  /** The columns Spark filled with a bare null literal (see {@link #OMITTED_COLUMNS_OPTION}). */
+  private static String omittedColumns(LogicalPlan query) {
+    StringBuilder names = new StringBuilder();
+    if (!(query instanceof Project)) {
+      return "";
+    }
+    Iterator it = ((Project) query).projectList().iterator();
+    while (it.hasNext()) {
+      Object column = it.next();
+      if (column instanceof Alias
+          && ((Alias) column).child() instanceof Literal
+          && ((Literal) ((Alias) column).child()).value() == null) {
+        if (names.length() > 0) {
+          names.append('\u0001');
+        }
+        names.append(((Alias) column).name());
+      }
+    }
+    return names.toString();
   }
 
   /**

@@ -1,0 +1,111 @@
+"""Identity column values generated in Spark (PROTOCOL.md "Identity Columns"; the rules and
+the high-water mark are ``core/identity_columns.py``).
+
+A write that gives no values for an identity column gets them from
+``IdentityValues.java`` (delta-spark's per-partition generator): unique within the write, in
+the step's direction, past the table's high-water mark, consecutive within one task. The
+write then records the new mark in its commit's metadata.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from delta_pyspark.core.actions import Metadata
+from delta_pyspark.core.identity_columns import (
+    IdentityInfo,
+    check_definitions,
+    check_explicit_insert,
+    check_update,
+    identity_columns,
+    identity_info,
+    with_written_high_water_marks,
+)
+from delta_pyspark.core.schema import StructType
+from delta_pyspark.core.transaction import Transaction
+from delta_pyspark.spark.integration import helper_class, new_object
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+# An INSERT's columns left out of its column list (see DeltaWrites.java), U+0001-separated.
+OMITTED_COLUMNS_OPTION = "__delta_omitted_columns"
+
+
+def identity_values(spark: SparkSession, info: IdentityInfo) -> Column:
+    """The generated values of one identity column (``IdentityValues.java``)."""
+    from pyspark.sql import Column as SparkColumn
+
+    values = helper_class(spark, "deltapyspark.IdentityValues")
+    if values is None:
+        new_object(spark, "deltapyspark.IdentityValues")  # raises the missing-helper error
+    return SparkColumn(values.column(info.next_value, info.step))
+
+
+def with_identity_values(
+    df: DataFrame,
+    schema: StructType,
+    partition_columns: Sequence[str],
+    options: Mapping[str, str],
+    creating: bool = False,
+) -> tuple[DataFrame, list[str]]:
+    """``df`` with values for the identity columns it does not give, after delta-spark's
+    checks (definitions; no values for a GENERATED ALWAYS column); and those columns' names.
+    ``options``: the write's (an INSERT's omitted columns count as not given); ``creating``:
+    the write only creates the table (``df`` is the declared columns, without rows)."""
+    check_definitions(schema, partition_columns)
+    columns = identity_columns(schema)
+    if not columns or creating:
+        return df, []
+    lowered = {k.lower(): v for k, v in options.items()}
+    omitted = {c.lower() for c in lowered.get(OMITTED_COLUMNS_OPTION, "").split("\x01") if c}
+    given = [c for c in df.columns if c.lower() not in omitted]
+    check_explicit_insert(schema, given)
+    names = {c.lower() for c in given}
+    generated = [f.name for f in columns if f.name.lower() not in names]
+    for f in columns:
+        if f.name in generated:
+            df = df.withColumn(f.name, identity_values(df.sparkSession, identity_info(f)))
+    return df, generated
+
+
+def record_high_water_marks(
+    txn: Transaction,
+    metadata: Metadata,
+    generated: Iterable[str],
+    adds: Sequence[Mapping[str, Any]],
+) -> None:
+    """Stage ``metadata`` with the marks the write's values moved (same commit as ``adds``)."""
+    generated = list(generated)
+    if not generated or not adds:
+        return
+    moved = with_written_high_water_marks(metadata, generated, txn.log.table_root, adds)
+    if moved is not None:
+        txn.update_metadata(moved)
+
+
+def merge_generated_columns(
+    schema: StructType, clauses: Sequence[Any], source_columns: Sequence[str]
+) -> list[str]:
+    """MERGE's identity rules (delta-spark's): no update clause assigns an identity column,
+    no insert clause gives a GENERATED ALWAYS one a value (``*All`` assigns the source's
+    columns of the table's names); returns the columns some insert clause leaves to be
+    generated."""
+    if not identity_columns(schema):
+        return []
+    generated = set()
+    for clause in clauses:
+        if clause.action == "delete":
+            continue
+        if clause.star:
+            assigned = list(source_columns)
+        else:
+            assigned = [k.strip("`").partition(".")[0] for k in clause.assignments or {}]
+        if clause.action == "update":
+            check_update(schema, assigned)
+            continue
+        check_explicit_insert(schema, assigned)
+        given = {c.lower() for c in assigned}
+        generated |= {f.name for f in identity_columns(schema) if f.name.lower() not in given}
+    return sorted(generated)
