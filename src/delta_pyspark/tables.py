@@ -14,24 +14,20 @@ from delta_pyspark.core import clustering
 from delta_pyspark.core.actions import Metadata, remove_actions
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.identity_columns import check_definitions, identity_metadata
+from delta_pyspark.core.protocol_upgrade import add_feature, upgrade_protocol
 from delta_pyspark.core.schema import StructField, StructType, schema_to_string
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.table_features import (
-    check_writable,
-    features_in_use,
     implied_writer_features,
     protocol_for,
     reader_features,
-    with_features,
 )
-from delta_pyspark.core.table_properties import KNOWN_FEATURES
 from delta_pyspark.core.transaction import Transaction
 from delta_pyspark.exceptions import (
     DeltaAnalysisException,
     DeltaIllegalArgumentException,
     DeltaTableNotFoundError,
     DeltaUnsupportedOperationException,
-    UnsupportedFeaturesInConfigError,
 )
 from delta_pyspark.session import install, load_table
 from delta_pyspark.spark import arguments as args
@@ -201,41 +197,11 @@ class DeltaTable:
         a request below the table's versions a no-op, never a downgrade)."""
         args.check_version(readerVersion, "readerVersion")
         args.check_version(writerVersion, "writerVersion")
-        s = self._snapshot()
-        p = s.protocol
-        readerVersion = max(readerVersion, p.min_reader_version)
-        writerVersion = max(writerVersion, p.min_writer_version)
-        from delta_pyspark.core.actions import Protocol
-
-        if writerVersion < 7:
-            new = Protocol(readerVersion, writerVersion)
-        elif readerVersion >= 3:
-            new = Protocol(3, 7, reader_features(p), implied_writer_features(p))
-        else:
-            new = Protocol(readerVersion, 7, None, implied_writer_features(p))
-        if new == p:
-            return
-        txn = Transaction(self._log, s)
-        txn.update_protocol(new)
-        txn.commit("UPGRADE PROTOCOL", {"newProtocol": json.dumps(new.to_dict())})
+        upgrade_protocol(self._log, readerVersion, writerVersion)
 
     def addFeatureSupport(self, featureName: str) -> None:
         args.check_str(featureName, "featureName")
-        if featureName not in KNOWN_FEATURES:
-            raise UnsupportedFeaturesInConfigError(
-                f"[DELTA_UNSUPPORTED_FEATURES_IN_CONFIG] unknown table feature {featureName!r}; "
-                f"known features: {', '.join(sorted(KNOWN_FEATURES))}"
-            )
-        s = self._snapshot()
-        if featureName in implied_writer_features(s.protocol) | reader_features(s.protocol):
-            return  # supported already (legacy protocol versions imply some): no upgrade
-        new = with_features(s.protocol, {featureName})
-        check_writable(new, self._path, features_in_use(s.metadata))
-        if new == s.protocol:
-            return
-        txn = Transaction(self._log, s)
-        txn.update_protocol(new)
-        txn.commit("ADD FEATURE", {"feature": featureName})
+        add_feature(self._log, featureName)
 
     def dropFeatureSupport(self, featureName: str, truncateHistory: bool | None = None) -> None:
         """ALTER TABLE DROP FEATURE: remove the feature's traces, then drop it from the
