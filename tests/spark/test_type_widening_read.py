@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 from pyspark.errors import AnalysisException
-from tests.data_paths import TESTDATA
 
+from data_paths import TESTDATA
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.schema import DecimalType, PrimitiveType
 
