@@ -43,6 +43,7 @@ from delta_pyspark.exceptions import (
     DeltaTableNotFoundError,
     DeltaUnsupportedOperationException,
 )
+from delta_pyspark.spark import generated_columns
 from delta_pyspark.spark.auto_compact import commit_and_compact
 from delta_pyspark.spark.change_data import records_changes, replaced_changes
 from delta_pyspark.spark.optimized_write import optimize_write_enabled
@@ -175,9 +176,12 @@ def write_delta(
     metadata, protocol_requests = _target_metadata(
         spark, snapshot, data_schema, request, merge_schema, overwrite_schema
     )
-    metadata, schema = _apply_metadata(txn, snapshot, metadata, protocol_requests)
+    metadata, schema = _apply_metadata(spark, txn, snapshot, metadata, protocol_requests)
     checks = table_constraints(metadata.configuration)
-    guarded = enforce_constraints(_align(df, schema), schema, checks)
+    computed = generated_columns.missing(schema, txn.protocol, df)
+    aligned = generated_columns.fill_missing(_align(df, schema), schema, computed)
+    generated = generated_columns.checks(schema, txn.protocol)
+    guarded = enforce_constraints(aligned, schema, checks, generated)
     partitions = list(metadata.partition_columns)
     operation = request.opt(OPERATION_OPTION) or "WRITE"
     params = _parameters(request, mode, operation, partitions, metadata)
@@ -284,6 +288,7 @@ def _claim_app_transaction(txn: Transaction, request: WriteRequest, path: str) -
 
 
 def _apply_metadata(
+    spark: SparkSession,
     txn: Transaction,
     snapshot: Snapshot | None,
     metadata: Metadata,
@@ -297,6 +302,8 @@ def _apply_metadata(
     txn.update_metadata(metadata)
     metadata = txn.metadata  # with column mapping ids and physical names
     schema = StructType.from_json(json.loads(metadata.schema_string))
+    if snapshot is None or schema != snapshot.schema:
+        generated_columns.validate(spark, schema)
     protocol = protocol_for(
         schema,
         {**metadata.configuration, **protocol_requests},

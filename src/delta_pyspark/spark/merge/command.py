@@ -107,12 +107,14 @@ class MergeCommand(
         self.inserts = [c for c in clauses if c.when == "notMatched"]
         self.by_source = [c for c in clauses if c.when == "notMatchedBySource"]
         self.broadcast_source = False  # decided once the source is materialised
+        self.protocol = None
 
     def run(self) -> dict[str, Any]:
         from pyspark.sql import functions as F
 
         start = time.monotonic()
         snapshot = self.log.snapshot()
+        self.protocol = snapshot.protocol
         schema = self._target_schema(snapshot.schema)
         # Each source row gets an id (fixed once the checkpointed rows exist): phase 1 records
         # which ids matched, so the insert step need not join the target again.
