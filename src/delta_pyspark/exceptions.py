@@ -104,7 +104,7 @@ class GeneratedColumnError(DeltaAnalysisException):
     column, non-deterministic, of the wrong type, ...). ``condition`` is delta-spark's error
     class for the case (e.g. ``DELTA_INVALID_GENERATED_COLUMN_REFERENCES``)."""
 
-    def __init__(self, message: str, condition: str | None) -> None:
+    def __init__(self, message: str, condition: str | None = None) -> None:
         super().__init__(message)
         self.condition = condition
         self._errorClass = condition  # PySpark's getCondition() (and getMessage()) read it
