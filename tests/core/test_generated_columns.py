@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import datetime as dt
 import pickle
+from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -16,20 +17,29 @@ from hypothesis import strategies as st
 
 from delta_pyspark.core import expressions as ex
 from delta_pyspark.core.actions import Protocol
+from delta_pyspark.core.column_changes import (
+    ColumnChange,
+    change_columns,
+    drop_columns,
+    rename_column,
+)
 from delta_pyspark.core.data_skipping import partition_filter_mask
+from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.expression_parser import parse_predicate
 from delta_pyspark.core.generated_columns import (
     GENERATION_EXPRESSION_KEY,
     check_generation_expressions,
+    check_type_changes,
     generation_expressions,
     has_generation_clause,
     partition_expressions,
     partition_filter,
     split_generation_clauses,
 )
-from delta_pyspark.core.schema import StructType, to_arrow_schema
+from delta_pyspark.core.schema import PrimitiveType, StructType, schema_to_string, to_arrow_schema
 from delta_pyspark.core.table_features import check_writable, protocol_for
-from delta_pyspark.exceptions import GeneratedColumnError
+from delta_pyspark.core.transaction import create_table
+from delta_pyspark.exceptions import DeltaAnalysisException, GeneratedColumnError
 
 FULL = Protocol(1, 7, None, frozenset({"appendOnly", "invariants", "generatedColumns"}))
 
@@ -301,3 +311,49 @@ def test_derived_filters_keep_every_matching_row(
     for t, keep in zip(rows, kept.to_pylist(), strict=True):
         if compare(t, literal):
             assert keep, (sql, zone, t, derived)
+
+
+def test_columns_a_generated_column_reads_cannot_be_altered(tmp_path: Path) -> None:
+    schema = _schema(
+        ("ts", "timestamp", None), ("v", "integer", None), ("d", "date", "CAST(ts AS DATE)")
+    )
+    log = DeltaLog(str(tmp_path / "t"))
+    conf = {"delta.columnMapping.mode": "name", "delta.enableTypeWidening": "true"}
+    create_table(log, schema_to_string(schema), [], conf, protocol=protocol_for(schema, conf))
+    for change in (
+        lambda: rename_column(log, ["ts"], "when"),
+        lambda: drop_columns(log, [["ts"]]),
+    ):
+        with pytest.raises(DeltaAnalysisException) as caught:
+            change()
+        assert str(caught.value).startswith(
+            "[DELTA_GENERATED_COLUMNS_DEPENDENT_COLUMN_CHANGE] Cannot alter column ts because "
+            "this column is referenced by the following generated column(s): d (CAST(ts AS DATE))"
+        )
+    assert log.snapshot().version == 0
+    rename_column(log, ["v"], "w")  # a column no expression reads
+    drop_columns(log, [["d"]])  # the generated column itself
+    assert [f.name for f in log.snapshot().schema.fields] == ["ts", "w"]
+
+
+def test_a_source_column_keeps_its_type(tmp_path: Path) -> None:
+    schema = _schema(("v", "integer", None), ("w", "integer", "v + 1"))
+    log = DeltaLog(str(tmp_path / "t"))
+    conf = {"delta.enableTypeWidening": "true"}
+    create_table(log, schema_to_string(schema), [], conf, protocol=protocol_for(schema, conf))
+    with pytest.raises(DeltaAnalysisException, match="DELTA_GENERATED_COLUMNS_DATA_TYPE_MISMATCH"):
+        change_columns(log, [ColumnChange(("v",), data_type=PrimitiveType("long"))])
+    assert log.snapshot().version == 0
+
+
+def test_schema_evolution_keeps_generated_types() -> None:
+    old = _schema(("v", "integer", None), ("w", "integer", "v + 1"), ("x", "integer", None))
+    wider_x = _schema(("v", "integer", None), ("w", "integer", "v + 1"), ("x", "long", None))
+    check_type_changes(old, wider_x)  # nobody reads x
+    for changed in (
+        _schema(("v", "long", None), ("w", "integer", "v + 1"), ("x", "integer", None)),
+        _schema(("v", "integer", None), ("w", "long", "v + 1"), ("x", "integer", None)),
+    ):
+        with pytest.raises(GeneratedColumnError, match="cannot be converted") as caught:
+            check_type_changes(old, changed)
+        assert caught.value.condition == "DELTA_GENERATED_COLUMN_UPDATE_TYPE_MISMATCH"

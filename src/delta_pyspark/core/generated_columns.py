@@ -29,7 +29,7 @@ from delta_pyspark.core import expressions as ex
 from delta_pyspark.core.actions import Protocol
 from delta_pyspark.core.expression_parser import parse_sql
 from delta_pyspark.core.literal_coercion import timestamp_micros
-from delta_pyspark.core.schema import PrimitiveType, StructType
+from delta_pyspark.core.schema import PrimitiveType, StructType, type_name
 from delta_pyspark.core.table_features import supports
 from delta_pyspark.exceptions import GeneratedColumnError
 
@@ -99,6 +99,31 @@ def _check_tree(name: str, text: str, tree: exp.Expression, allowed: set[str]) -
                     f"column: {name} GENERATED ALWAYS AS ({text}) references {top!r}",
                     "DELTA_INVALID_GENERATED_COLUMN_REFERENCES",
                 )
+
+
+def check_type_changes(old: StructType, new: StructType) -> None:
+    """Refuse a schema change (a write's schema evolution) that changes the type of a
+    generated column or of a column one reads, as delta-spark does."""
+    generated = generation_expressions(old)
+    if not generated:
+        return
+    used = {name.lower() for name in generated}
+    for text in generated.values():
+        try:
+            tree = parse_sql(text)
+        except Exception:
+            return  # cannot tell which columns it reads: the schema check after decides
+        if tree is not None:
+            used |= {c.parts[0].name.lower() for c in tree.find_all(exp.Column) if c.parts}
+    for f in old.fields:
+        changed = new.find_field(f.name, case_sensitive=False)
+        if f.name.lower() in used and changed is not None and changed.type != f.type:
+            raise GeneratedColumnError(
+                f"Column {f.name} is a generated column or a column used by a generated "
+                f"column. The data type is {type_name(f.type)} and cannot be converted to "
+                f"data type {type_name(changed.type)}",
+                "DELTA_GENERATED_COLUMN_UPDATE_TYPE_MISMATCH",
+            )
 
 
 # ----------------------------------------------------------------------------- DDL

@@ -19,6 +19,7 @@ from delta_pyspark.core.actions import Metadata, remove_actions
 from delta_pyspark.core.data_skipping import partition_filter_mask, split_partition_predicate
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.expression_parser import parse_predicate
+from delta_pyspark.core.generated_columns import check_type_changes
 from delta_pyspark.core.schema import (
     StructField,
     StructType,
@@ -402,6 +403,7 @@ def _target_metadata(
     if merge_schema:
         widening = type_widening(snapshot.configuration)
         merged = merge_schemas(snapshot.schema, data_schema, allow_type_widening=widening)
+        check_type_changes(snapshot.schema, merged)
         if merged != snapshot.schema:
             return snapshot.metadata.with_changes(schema_string=schema_to_string(merged)), {}
         return snapshot.metadata, {}
