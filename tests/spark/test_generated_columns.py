@@ -370,3 +370,18 @@ def test_delta_rs_round_trip(spark: Any, tmp_path: Path) -> None:
     # and we keep writing it after delta-rs did
     _append(spark, path, [(TS(2022, 6, 6, 6), 4)])
     assert _rows(spark, path)[-1] == (TS(2022, 6, 6, 6), dt.date(2022, 6, 6), 4)
+
+
+def test_schema_evolution_cannot_retype_a_source(spark: Any, tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    spark.sql(
+        f"CREATE TABLE delta.`{path}` (v INT, w INT GENERATED ALWAYS AS (v + 1)) USING delta "
+        "TBLPROPERTIES ('delta.enableTypeWidening' = 'true')"
+    )
+    spark.createDataFrame([(1,)], "v int").write.format("delta").mode("append").save(path)
+    wider = spark.createDataFrame([(2**40,)], "v bigint")
+    with pytest.raises(GeneratedColumnError, match="cannot be converted") as caught:
+        wider.write.format("delta").mode("append").option("mergeSchema", "true").save(path)
+    assert caught.value.getCondition() == "DELTA_GENERATED_COLUMN_UPDATE_TYPE_MISMATCH"
+    assert _version(path) == 1
+    assert [tuple(r) for r in spark.read.format("delta").load(path).collect()] == [(1, 2)]
