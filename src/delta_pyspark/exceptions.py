@@ -99,6 +99,20 @@ class InvariantViolationError(DeltaError):
     """A NOT NULL column, CHECK constraint or invariant rejected a row."""
 
 
+class GeneratedColumnError(DeltaAnalysisException):
+    """A generated column delta-spark refuses (an expression over a missing or generated
+    column, non-deterministic, of the wrong type, ...). ``condition`` is delta-spark's error
+    class for the case (e.g. ``DELTA_INVALID_GENERATED_COLUMN_REFERENCES``)."""
+
+    def __init__(self, message: str, condition: str | None = None) -> None:
+        super().__init__(message)
+        self.condition = condition
+        self._errorClass = condition  # PySpark's getCondition() (and getMessage()) read it
+
+    def __reduce__(self) -> tuple[type, tuple[str, str | None]]:
+        return (type(self), (str(self.args[0]), self.condition))
+
+
 class DeltaConcurrentModificationException(DeltaError):
     """Base of every optimistic-concurrency conflict: the transaction committed nothing."""
 

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from delta_pyspark.core.actions import Metadata, Protocol
 from delta_pyspark.core.schema import StructType
 from delta_pyspark.core.table_features import (
@@ -16,7 +14,6 @@ from delta_pyspark.core.table_features import (
     protocol_for,
     with_features,
 )
-from delta_pyspark.exceptions import UnsupportedTableFeatureError
 
 PLAIN = json.dumps(
     {"type": "struct", "fields": [{"name": "a", "type": "long", "nullable": True, "metadata": {}}]}
@@ -43,8 +40,9 @@ def test_idle_generated_columns_support_does_not_block_writes() -> None:
     assert protocol.writer_features is not None
     assert "generatedColumns" in protocol.writer_features
     check_writable(protocol, "t", features_in_use(Metadata.create(PLAIN)))
-    with pytest.raises(UnsupportedTableFeatureError, match="generatedColumns"):
-        check_writable(protocol, "t", features_in_use(Metadata.create(GENERATED)))
+    # generated columns in use: writable too, now that writers enforce them
+    assert features_in_use(Metadata.create(GENERATED)) == {"generatedColumns"}
+    check_writable(protocol, "t", features_in_use(Metadata.create(GENERATED)))
 
 
 def test_protocol_for_properties_follows_the_registry() -> None:

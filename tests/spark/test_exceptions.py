@@ -34,6 +34,7 @@ EXPECTED = {
     ex.VersionNotFoundError: AnalysisException,
     ex.DeltaSchemaChangedError: AnalysisException,
     ex.SchemaMismatchError: AnalysisException,
+    ex.GeneratedColumnError: AnalysisException,
     ex.DeltaIllegalArgumentException: IllegalArgumentException,
     ex.DeltaTypeError: PySparkTypeError,
     ex.DeltaUnsupportedOperationException: UnsupportedOperationException,
@@ -116,6 +117,15 @@ def test_error_is_its_pyspark_base_and_keeps_its_message(cls: type[ex.DeltaError
     assert type(again) is cls and str(again) == message and again.getCondition() == condition
     if cls is ex.UnsupportedTableFeatureError:
         assert again.features == ["futureFeature"]  # type: ignore[attr-defined]
+
+
+def test_generated_column_error_carries_its_condition() -> None:
+    err = ex.GeneratedColumnError("bad expression", "DELTA_UDF_IN_GENERATED_COLUMN")
+    assert isinstance(err, AnalysisException) and str(err) == "bad expression"
+    assert err.getCondition() == "DELTA_UDF_IN_GENERATED_COLUMN" == err.condition
+    assert err.getMessage() == "[DELTA_UDF_IN_GENERATED_COLUMN] bad expression"
+    again = pickle.loads(pickle.dumps(err))
+    assert (str(again), again.getCondition()) == ("bad expression", err.condition)
 
 
 def test_illegal_argument_is_still_a_value_error() -> None:

@@ -6,9 +6,9 @@ dropped column's values simply stop being read), and why a type change is limite
 widenings of the type-widening feature, recorded under ``delta.typeChanges``. Comments,
 positions and dropping NOT NULL change nothing the files hold. The checks and error classes
 are delta-spark's: a column that a CHECK constraint reads cannot be renamed, dropped or
-retyped; partition and clustering columns cannot be dropped; NOT NULL cannot be added to
-existing data. (Generated columns need a writer feature this package refuses as a whole, so
-their tables never get here.)
+retyped, nor can one a generated column's expression reads (its stored values would no
+longer be the expression's); partition and clustering columns cannot be dropped; NOT NULL
+cannot be added to existing data.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from delta_pyspark.core.actions import Metadata
 from delta_pyspark.core.clustering import snapshot_columns
 from delta_pyspark.core.column_mapping import column_mapping_mode
 from delta_pyspark.core.delta_log import DeltaLog
+from delta_pyspark.core.generated_columns import generation_expressions
 from delta_pyspark.core.schema import (
     TYPE_CHANGES_KEY,
     DataType,
@@ -222,6 +223,14 @@ def _changed_field(
                 f"supported for changing column {_dotted(path)} from {type_name(field.type)} "
                 f"to {type_name(change.data_type)}{hint}"
             )
+        readers = _generated_readers(schema, path)
+        if readers:
+            raise DeltaAnalysisException(
+                f"[DELTA_GENERATED_COLUMNS_DATA_TYPE_MISMATCH] Column {_dotted(path)} has data "
+                f"type {type_name(field.type)} and cannot be altered to data type "
+                f"{type_name(change.data_type)} because this column is referenced by the "
+                f"following generated column(s): {readers}"
+            )
         _check_dependents(metadata, schema, path)
         history = meta.get(TYPE_CHANGES_KEY)
         meta[TYPE_CHANGES_KEY] = [
@@ -248,8 +257,25 @@ def _replacement(new: StructField) -> Callable[[StructField], StructField]:
     return replace
 
 
+def _generated_readers(schema: StructType, path: Path) -> str:
+    """The generated columns whose expressions read ``path``, listed (empty: none)."""
+    found = [
+        f"{name} ({text})"
+        for name, text in generation_expressions(schema).items()
+        if _reads(text, path)
+    ]
+    return "; ".join(found)
+
+
 def _check_dependents(metadata: Metadata, schema: StructType, path: Path) -> None:
-    """Refuse a change to a column a CHECK constraint reads."""
+    """Refuse a change to a column a CHECK constraint or a generated column reads."""
+    readers = _generated_readers(schema, path)
+    if readers:
+        raise DeltaAnalysisException(
+            f"[DELTA_GENERATED_COLUMNS_DEPENDENT_COLUMN_CHANGE] Cannot alter column "
+            f"{_dotted(path)} because this column is referenced by the following generated "
+            f"column(s): {readers}"
+        )
     constraints = {
         key[len(props.CONSTRAINT_PREFIX) :]: text
         for key, text in metadata.configuration.items()

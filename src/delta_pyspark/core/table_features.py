@@ -38,6 +38,7 @@ SUPPORTED_WRITER_FEATURES = frozenset(
         "clustering",
         "columnMapping",
         "deletionVectors",
+        "generatedColumns",
         "timestampNtz",
         "v2Checkpoint",
         "vacuumProtocolCheck",
@@ -205,11 +206,21 @@ def _type_names(dt: object) -> set[str]:
     return set()
 
 
+def _has_generated_column(schema: object) -> bool:
+    from delta_pyspark.core.schema import StructType
+
+    return isinstance(schema, StructType) and any(
+        "delta.generationExpression" in f.metadata for f in schema.fields
+    )
+
+
 def features_required(schema: object, configuration: dict[str, str]) -> set[str]:
     """Table features a schema and a set of table properties need (for new tables
     and property changes), including explicit ``delta.feature.<name>=supported``."""
     conf = {k: str(v) for k, v in configuration.items()}
     needed: set[str] = set()
+    if _has_generated_column(schema):
+        needed.add("generatedColumns")
     types = _type_names(schema)
     if "timestamp_ntz" in types:
         needed.add("timestampNtz")

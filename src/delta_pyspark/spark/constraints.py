@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from delta_pyspark.core.actions import Metadata
@@ -202,8 +202,15 @@ def _struct_fields(schema: StructType, parent: _FieldRef | None = None) -> Itera
             yield from _struct_fields(f.type, ref)
 
 
-def guard_rows(df: DataFrame, schema: StructType, checks: Mapping[str, str]) -> DataFrame:
-    """``df`` with a filter that fails the job on the first row breaking a rule."""
+def guard_rows(
+    df: DataFrame,
+    schema: StructType,
+    checks: Mapping[str, str],
+    generated: Sequence[tuple[str, str]] = (),
+) -> DataFrame:
+    """``df`` with a filter that fails the job on the first row breaking a rule.
+    ``generated``: ``(column, rule)`` of generated columns (``spark/generated_columns``),
+    reported as delta-spark's "Generated Column" CHECK constraint."""
     from pyspark.sql import functions as F
 
     present = {c.lower() for c in df.columns}
@@ -219,6 +226,9 @@ def guard_rows(df: DataFrame, schema: StructType, checks: Mapping[str, str]) -> 
     for name, expr in checks.items():
         title = f"CHECK constraint {name} ({expr}) violated by row with values:"
         rules.append(_rule(df, expr, title))
+    for _column, rule in generated:
+        title = f"CHECK constraint Generated Column ({rule}) violated by row with values:"
+        rules.append(_rule(df, rule, title))
     for ref, expr in _invariants(schema):
         if ref.top.lower() not in present:
             continue

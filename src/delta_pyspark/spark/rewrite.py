@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 from delta_pyspark.core.actions import remove_actions
 from delta_pyspark.core.schema import StructType
 from delta_pyspark.core.snapshot import Snapshot
+from delta_pyspark.spark import generated_columns
 from delta_pyspark.spark.scan import FILE_PATH, ROW_INDEX, file_uris, read_files
 from delta_pyspark.spark.write import enforce_constraints, table_constraints, write_files
 
@@ -138,7 +139,8 @@ def write_rows(
     """Write ``df`` (table columns in order, then any row tracking columns) into the table,
     enforcing its constraints."""
     schema = schema or snapshot.schema
-    checked = enforce_constraints(df, schema, table_constraints(snapshot.configuration))
+    generated = generated_columns.checks(schema, snapshot.protocol)
+    checked = enforce_constraints(df, schema, table_constraints(snapshot.configuration), generated)
     return write_files(
         checked, snapshot.table_root, schema, snapshot.partition_columns, snapshot.configuration
     )

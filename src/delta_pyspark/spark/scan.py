@@ -27,7 +27,8 @@ from pyroaring import BitMap64
 from delta_pyspark.core.column_mapping import column_mapping_mode, physical_name, to_physical_schema
 from delta_pyspark.core.data_skipping import may_match
 from delta_pyspark.core.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
-from delta_pyspark.core.expressions import Expr
+from delta_pyspark.core.expressions import And, Expr
+from delta_pyspark.core.generated_columns import partition_filter
 from delta_pyspark.core.partition_values import hive_partition_path, parse_partition_value
 from delta_pyspark.core.schema import BINARY, DOUBLE, FLOAT, LONG, StructField, StructType
 from delta_pyspark.core.schema_arrow import to_arrow_schema
@@ -79,10 +80,17 @@ def prune_files(snapshot: Snapshot, predicate: Expr | None, time_zone: str = "UT
     """The snapshot's files that may hold a row matching ``predicate`` (all if None).
 
     ``time_zone``: the Spark session's, which timestamp literals without one are in.
+    A filter on a column that generated partition columns are computed from also prunes by
+    those partitions (``core/generated_columns.partition_filter``).
     """
     files = snapshot.files
     if predicate is None or files.num_rows == 0:
         return files
+    derived = partition_filter(
+        predicate, snapshot.schema, snapshot.partition_columns, snapshot.protocol, time_zone
+    )
+    if derived is not None:  # generated partition columns follow their sources' filters
+        predicate = And(predicate, derived)
     mode = column_mapping_mode(snapshot.configuration)
     physical = to_physical_schema(snapshot.schema, mode)
     parts = [physical_name(snapshot.schema.field(c), mode) for c in snapshot.partition_columns]

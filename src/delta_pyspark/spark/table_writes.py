@@ -65,6 +65,8 @@ class TableDefinition:
     def of(cls, values: Mapping[str, Any]) -> TableDefinition:
         from pyspark.sql.types import StructType
 
+        from delta_pyspark.spark.generated_columns import with_delta_keys
+
         schema = values.get("schema")
         return cls(
             name=tuple(values["name"]),
@@ -75,7 +77,11 @@ class TableDefinition:
             options=dict(values.get("options") or {}),
             partitioning=tuple(values.get("partitioning") or ()),
             clustering=tuple(values.get("clustering") or ()),
-            schema=StructType.fromJson(json.loads(schema)) if schema is not None else None,
+            schema=(
+                StructType.fromJson(with_delta_keys(json.loads(schema)))
+                if schema is not None
+                else None
+            ),
             or_create=bool(values.get("orCreate")),
         )
 
@@ -242,7 +248,7 @@ def create_at_path(
     schema (or ``data``'s), partitioning, properties and comment. An existing table is left
     alone when IF NOT EXISTS says so, or when the statement only names it (no columns, no
     query: delta-spark accepts that as a no-op); anything else is refused unchanged."""
-    path = definition.delta_path
+    path = definition.delta_path or definition.location
     assert path is not None
     if DeltaLog(path).is_delta_table():
         if if_not_exists or (data is None and definition.schema is None):

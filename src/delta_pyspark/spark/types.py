@@ -5,6 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from delta_pyspark.core.generated_columns import (
+    GENERATION_EXPRESSION_KEY,
+    split_generation_clauses,
+)
 from delta_pyspark.core.schema import DataType, StructField, StructType
 
 
@@ -25,7 +29,8 @@ def from_spark_schema(schema: Any) -> StructType:
 def spark_schema_from_ddl(spark: Any, ddl: str) -> Any:
     """Column definitions (``id BIGINT NOT NULL COMMENT 'k', v INT``) as Spark's own parser
     reads them (PySpark's drops NOT NULL and comments): a PySpark ``StructType``. Identity
-    clauses (``GENERATED ALWAYS AS IDENTITY (...)``) become the columns' Delta metadata."""
+    clauses (``GENERATED ALWAYS AS IDENTITY (...)``) become the columns' Delta metadata, and a
+    ``GENERATED ALWAYS AS (expr)`` clause the column's ``delta.generationExpression``."""
     import json
 
     from pyspark.sql.types import StructType as SparkStruct
@@ -34,9 +39,14 @@ def spark_schema_from_ddl(spark: Any, ddl: str) -> Any:
     from delta_pyspark.spark.integration import jvm
 
     ddl, identities = split_identity_clauses(ddl)
+    ddl, generated = split_generation_clauses(ddl)
     parsed = json.loads(jvm(spark).org.apache.spark.sql.types.StructType.fromDDL(ddl).json())
     for index, metadata in identities.items():
         parsed["fields"][index]["metadata"].update(metadata)
+    for f in parsed["fields"]:  # GENERATED ALWAYS AS (expr): Spark's parser has no such clause
+        expression = generated.pop(f["name"], None)
+        if expression is not None:
+            f["metadata"] = {**f.get("metadata", {}), GENERATION_EXPRESSION_KEY: expression}
     return SparkStruct.fromJson(parsed)
 
 

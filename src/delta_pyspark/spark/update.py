@@ -27,6 +27,7 @@ from delta_pyspark.spark.conditions import (
     resolve_assignments,
     table_predicate,
 )
+from delta_pyspark.spark.generated_columns import recompute
 from delta_pyspark.spark.rewrite import (
     Rewrite,
     elapsed_ms,
@@ -42,6 +43,8 @@ from delta_pyspark.spark.types import to_spark_type
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
+
+_UPDATED = "__delta_updated_row"
 
 
 def execute_update(
@@ -83,7 +86,11 @@ def execute_update(
                 new = assigned_value(current, grouped[field.name]).cast(to_spark_type(field.type))
                 current = F.when(cond, new).otherwise(current)
             cols.append(current.alias(field.name))
-        return df.select(*cols, *(preserved_columns(snapshot, cond) if carry else []))
+        # a generated column the UPDATE does not set follows its sources' new values
+        unset = {f.name: [True] for f in schema.fields if f.name not in grouped}
+        kept = preserved_columns(snapshot, cond) if carry else []
+        updated = df.select(*cols, *kept, cond.alias(_UPDATED))
+        return recompute(updated, schema, snapshot.protocol, _UPDATED, unset).drop(_UPDATED)
 
     def changes(touched: Any) -> int:
         """Write the updated rows' pre- and post-images when the table records changes."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow.parquet as pq
@@ -43,8 +43,14 @@ def table_constraints(configuration: Mapping[str, str]) -> dict[str, str]:
     return {k[len(prefix) :]: v for k, v in configuration.items() if k.startswith(prefix)}
 
 
-def enforce_constraints(df: DataFrame, schema: StructType, checks: dict[str, str]) -> DataFrame:
-    """Fail the Spark job (before any commit) on NOT NULL, CHECK or invariant violations.
+def enforce_constraints(
+    df: DataFrame,
+    schema: StructType,
+    checks: dict[str, str],
+    generated: Sequence[tuple[str, str]] = (),
+) -> DataFrame:
+    """Fail the Spark job (before any commit) on NOT NULL, CHECK, invariant or generated
+    column (``generated``: ``(column, rule)``) violations.
 
     The check runs inside the write job itself (``raise_error``), so valid data is
     read once, not scanned a second time up front; the error message carries the
@@ -52,7 +58,7 @@ def enforce_constraints(df: DataFrame, schema: StructType, checks: dict[str, str
     """
     from delta_pyspark.spark.constraints import guard_rows
 
-    return guard_rows(df, schema, checks)
+    return guard_rows(df, schema, checks, generated)
 
 
 def raise_if_violation(error: BaseException) -> None:

@@ -20,6 +20,7 @@ from delta_pyspark.core.clustering import CATALOG_PROPERTY, requested_names, sta
 from delta_pyspark.core.data_skipping import partition_filter_mask, split_partition_predicate
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.expression_parser import parse_predicate
+from delta_pyspark.core.generated_columns import check_type_changes
 from delta_pyspark.core.schema import StructField, StructType, schema_to_string
 from delta_pyspark.core.schema_arrow import to_arrow_schema
 from delta_pyspark.core.schema_evolution import check_write_compatible, merge_schemas
@@ -38,6 +39,7 @@ from delta_pyspark.exceptions import (
     DeltaIllegalArgumentException,
     DeltaTableNotFoundError,
 )
+from delta_pyspark.spark import generated_columns
 from delta_pyspark.spark.auto_compact import commit_and_compact
 from delta_pyspark.spark.change_data import records_changes, replaced_changes
 from delta_pyspark.spark.identity import record_high_water_marks, with_identity_values
@@ -172,7 +174,7 @@ def write_delta(
     metadata, protocol_requests = _target_metadata(
         spark, snapshot, data_schema, request, merge_schema, overwrite_schema
     )
-    metadata, schema = _apply_metadata(txn, snapshot, metadata, protocol_requests)
+    metadata, schema = _apply_metadata(spark, txn, snapshot, metadata, protocol_requests)
     cluster_by = stage_write_clustering(
         txn,
         snapshot,
@@ -185,7 +187,10 @@ def write_delta(
     df, generated = with_identity_values(
         df, schema, metadata.partition_columns, request.options, creating
     )
-    guarded = enforce_constraints(_align(df, schema), schema, checks)
+    computed = generated_columns.missing(schema, txn.protocol, df)
+    aligned = generated_columns.fill_missing(_align(df, schema), schema, computed)
+    generation_checks = generated_columns.checks(schema, txn.protocol)
+    guarded = enforce_constraints(aligned, schema, checks, generation_checks)
     partitions = list(metadata.partition_columns)
     operation = request.opt(OPERATION_OPTION) or "WRITE"
     params = _parameters(request, mode, operation, partitions, metadata)
@@ -289,6 +294,7 @@ def _claim_app_transaction(txn: Transaction, request: WriteRequest, path: str) -
 
 
 def _apply_metadata(
+    spark: SparkSession,
     txn: Transaction,
     snapshot: Snapshot | None,
     metadata: Metadata,
@@ -302,6 +308,8 @@ def _apply_metadata(
     txn.update_metadata(metadata)
     metadata = txn.metadata  # with column mapping ids and physical names
     schema = StructType.from_json(json.loads(metadata.schema_string))
+    if snapshot is None or schema != snapshot.schema:
+        generated_columns.validate(spark, schema)
     protocol = protocol_for(
         schema,
         {**metadata.configuration, **protocol_requests},
@@ -400,6 +408,7 @@ def _target_metadata(
     if merge_schema:
         widening = type_widening(snapshot.configuration)
         merged = merge_schemas(snapshot.schema, data_schema, allow_type_widening=widening)
+        check_type_changes(snapshot.schema, merged)
         if merged != snapshot.schema:
             return snapshot.metadata.with_changes(schema_string=schema_to_string(merged)), {}
         return snapshot.metadata, {}

@@ -300,6 +300,7 @@ def _data_type(spark: SparkSession, text: str) -> DataType:
 
 def _add_columns(spark: SparkSession, path: str, ddl: str) -> None:
     from delta_pyspark.core.alter_table import add_columns
+    from delta_pyspark.core.generated_columns import generation_expressions
     from delta_pyspark.core.identity_columns import identity_columns
     from delta_pyspark.spark.types import from_spark_schema, spark_schema_from_ddl
 
@@ -314,5 +315,10 @@ def _add_columns(spark: SparkSession, path: str, ddl: str) -> None:
         raise DeltaUnsupportedOperationException(
             "ALTER TABLE ADD COLUMNS cannot add an IDENTITY column: the table's existing rows "
             "would have no values for it"
+        )
+    if generation_expressions(schema):  # existing rows would have no values for them
+        raise DeltaUnsupportedOperationException(
+            f"ADD COLUMNS ... GENERATED ALWAYS AS is not supported ({ddl}): generated columns "
+            "are declared when the table is created"
         )
     add_columns(DeltaLog.for_table(path), schema.fields)

@@ -2,7 +2,8 @@
 would look ``delta`` up as a database; delta-spark's catalog reads the name as a path, and so
 does this), and a catalog-managed table by name (``TBLPROPERTIES
 ('delta.feature.catalogManaged' = 'supported')``: made by the attached catalog,
-``spark/managed_catalog.py``). ``CREATE OR REPLACE`` is the session parser's REPLACE
+``spark/managed_catalog.py``), and a table by name declaring generated columns (Spark's
+own command refuses them). ``CREATE OR REPLACE`` is the session parser's REPLACE
 (``table_writes.replace_table``); every other CREATE TABLE is Spark's.
 """
 
@@ -13,6 +14,7 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
+from delta_pyspark.core.generated_columns import has_generation_clause
 from delta_pyspark.core.identity_columns import IDENTITY_CLAUSE
 from delta_pyspark.exceptions import DeltaAnalysisException, DeltaUnsupportedOperationException
 from delta_pyspark.spark.catalog import lookup, register, table_location
@@ -26,6 +28,12 @@ from delta_pyspark.sql.text import StatementParser, TableRef, parse_properties, 
 def asks_catalog_managed(p: StatementParser) -> bool:
     """Whether the statement's text requests the ``catalogManaged`` feature."""
     return "catalogmanaged" in p.sql.lower()
+
+
+def declares_generated_columns(p: StatementParser) -> bool:
+    """Whether the statement declares a generated column (Spark's own CREATE TABLE refuses
+    them for a session catalog table)."""
+    return has_generation_clause(p.sql)
 
 
 @dataclass
@@ -57,11 +65,16 @@ def create_table(p: StatementParser, target: TableRef, if_not_exists: bool) -> S
         schema = (
             None if definition.columns is None else spark_schema_from_ddl(spark, definition.columns)
         )
+        name = ".".join(target.parts)
         if path is None and asks_catalog_managed(p):
             _create_in_catalog(spark, target, definition, schema, if_not_exists)
             return
-        name = ".".join(target.parts)
-        named = path is None and lookup(spark, name) is None
+        if path is None and lookup(spark, name) is not None:
+            if if_not_exists:
+                return
+            raise DeltaAnalysisException(
+                f"[TABLE_OR_VIEW_ALREADY_EXISTS] Table {target.text} already exists"
+            )
         location = path or definition.location or table_location(spark, name)
         table = TableDefinition(
             name=("delta", location),
@@ -77,7 +90,7 @@ def create_table(p: StatementParser, target: TableRef, if_not_exists: bool) -> S
         )
         data: DataFrame | None = None if definition.query is None else spark.sql(definition.query)
         create_at_path(spark, table, data, if_not_exists)
-        if named:
+        if path is None:
             register(spark, name, location, managed=definition.location is None)
 
     return Statement("CREATE TABLE", None, "", run)

@@ -12,7 +12,12 @@ from delta_pyspark.exceptions import (
 )
 from delta_pyspark.spark.managed_catalog import catalog_table_name, drop_catalog_table
 from delta_pyspark.spark.optimize import METRICS_DDL, OptimizeSpec, metrics_frame, run_optimize
-from delta_pyspark.sql.create_table import asks_catalog_managed, create_table, declares_identity
+from delta_pyspark.sql.create_table import (
+    asks_catalog_managed,
+    create_table,
+    declares_generated_columns,
+    declares_identity,
+)
 from delta_pyspark.sql.path_metadata import describe_table
 from delta_pyspark.sql.statement import Statement, as_of, where
 from delta_pyspark.sql.text import (
@@ -184,7 +189,10 @@ def create(p: StatementParser) -> Statement | None:
         shallow = False
     if not p.accept("CLONE"):
         if not replace and (
-            target.delta_path is not None or asks_catalog_managed(p) or declares_identity(p)
+            target.delta_path is not None
+            or asks_catalog_managed(p)
+            or declares_identity(p)
+            or declares_generated_columns(p)
         ):
             return create_table(p, target, if_not_exists)
         return None  # CREATE TABLE ... USING / AS SELECT by name: Spark's

@@ -54,6 +54,7 @@ class _Changes:
             rows = joined.select(
                 action.alias(_ACTION), *self._values(tgt, src, schema), *before, *ids
             )
+            rows = self._generated(rows, schema, src)
             updated = F.col(_ACTION).isin([i for i, c in self._codes() if c.action == "update"])
             deleted = F.col(_ACTION).isin([i for i, c in self._codes() if c.action == "delete"])
             old = rows.where(updated | deleted)

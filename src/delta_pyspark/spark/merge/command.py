@@ -111,12 +111,14 @@ class MergeCommand(
         self.by_source = [c for c in clauses if c.when == "notMatchedBySource"]
         self.broadcast_source = False  # decided once the source is materialised
         self.preserved: tuple[str, str] | None = None  # row tracking's columns, when kept
+        self.protocol = None
 
     def run(self) -> dict[str, Any]:
         from pyspark.sql import functions as F
 
         start = time.monotonic()
         snapshot = self.log.snapshot()
+        self.protocol = snapshot.protocol
         schema = self._target_schema(snapshot.schema)
         self.preserved = preserved_names(snapshot)
         generated = merge_generated_columns(schema, self.clauses, self.source.columns)

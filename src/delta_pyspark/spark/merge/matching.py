@@ -92,6 +92,8 @@ class _Matching:
             joined = joined.select(
                 tgt[FILE_PATH], tgt[ROW_INDEX], src[_SOURCE_MARK], action.alias(_ACTION), *values
             )
+            if found.rows:
+                joined = self._generated(joined, schema, src)
             action = F.col(_ACTION)
             joined = joined.persist(StorageLevel.MEMORY_AND_DISK)
             cached.append(joined)

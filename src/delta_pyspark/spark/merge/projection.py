@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from delta_pyspark.core.actions import Protocol
+from delta_pyspark.core.generated_columns import generation_expressions
 from delta_pyspark.core.identity_columns import identity_info, is_identity
 from delta_pyspark.core.schema import StructField, StructType
 from delta_pyspark.exceptions import DeltaAnalysisException
 from delta_pyspark.spark.conditions import as_column, assigned_value, resolve_assignments
+from delta_pyspark.spark.generated_columns import recompute
 from delta_pyspark.spark.identity import identity_values
 from delta_pyspark.spark.merge.clauses import MergeClause
 from delta_pyspark.spark.merge.common import _ACTION, _SOURCE_MARK, COPY, DROP
@@ -21,6 +24,8 @@ if TYPE_CHECKING:
 
 class _Projection:
     """Per-row clause choice and the values the chosen clause writes."""
+
+    protocol: Protocol | None  # the target's (its generated columns); set by the command
 
     def _codes(self) -> list[tuple[int, MergeClause]]:
         return list(enumerate(self.clauses))
@@ -72,7 +77,9 @@ class _Projection:
         cols = self._values(tgt, src, schema)
         ids = [tgt[c] for c in (FILE_PATH, ROW_INDEX)] if row_ids and tgt is not None else []
         kept_ids = self._tracking(tgt) if tracking else []
-        with_action = joined.select(action.alias(_ACTION), *cols, *kept_ids, *ids)
+        with_action = self._generated(
+            joined.select(action.alias(_ACTION), *cols, *kept_ids, *ids), schema, src
+        )
         deletes = [code for code, c in self._codes() if c.action == "delete"]
         dropped = [DROP, *deletes] if copies else [DROP, COPY, *deletes]
         kept = with_action.where(~F.col(_ACTION).isin(dropped))
@@ -135,6 +142,30 @@ class _Projection:
             cols.append(column.alias(field.name))
         return cols
 
+    def _generated(self, df: DataFrame, schema: StructType, src: DataFrame) -> DataFrame:
+        """``df`` (table columns and ``_ACTION``) with each generated column recomputed from
+        the new values for the rows of the clauses that do not set it."""
+        generated = generation_expressions(schema, self.protocol)
+        if not generated:
+            return df
+        source_cols = {c.lower() for c in src.columns if c != _SOURCE_MARK}
+        unset: dict[str, list[int]] = {name: [] for name in generated}
+        for code, clause in self._codes():
+            if clause.action == "delete":
+                continue
+            assigned = (
+                source_cols
+                if clause.star
+                else {
+                    k.lower()
+                    for k in resolve_assignments(schema, clause.assignments or {}, "MERGE")
+                }
+            )
+            for name in generated:
+                if name.lower() not in assigned:
+                    unset[name].append(code)
+        return recompute(df, schema, self.protocol, _ACTION, dict(unset))
+
     def _clause_value(
         self,
         clause: MergeClause,
@@ -149,7 +180,7 @@ class _Projection:
             name = source_cols.get(field.name.lower())
             if name is not None:
                 return src[f"`{name}`"]
-            if self.evolve:
+            if self.evolve or field.name in generation_expressions(schema, self.protocol):
                 return None  # a target-only column keeps its value (null when inserting)
             raise DeltaAnalysisException(
                 f"{clause.action}All: the source has no column {field.name!r} "

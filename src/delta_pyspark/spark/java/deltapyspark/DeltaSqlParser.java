@@ -122,9 +122,9 @@ public final class DeltaSqlParser implements ParserInterface {
           || second.equals("COLUMNS") && sql.toUpperCase(Locale.ROOT).contains("DELTA.`");
     }
     if (first.equals("CREATE")) { // a clone, a table at a delta.`path`, a catalog-managed one,
-      String upper = sql.toUpperCase(Locale.ROOT); // one with identity columns
+      String upper = sql.toUpperCase(Locale.ROOT); // one with generated or identity columns
       return upper.contains("CLONE") || upper.contains("DELTA.`")
-          || upper.contains("CATALOGMANAGED") || upper.contains("IDENTITY");
+          || upper.contains("CATALOGMANAGED") || upper.contains("GENERATED");
     }
     if (first.equals("DROP")) { // a table of the attached catalog
       return second.equals("TABLE");
