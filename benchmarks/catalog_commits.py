@@ -80,7 +80,7 @@ def _setup(kind: str, target: str, warehouse: str) -> str:
     """Create the table; returns the root whose last version is checked."""
     from delta_pyspark.core.catalog_managed import Catalog
     from delta_pyspark.core.delta_log import DeltaLog
-    from delta_pyspark.core.transaction import create_table
+    from delta_pyspark.core.table_definition import create_table
 
     if kind == "filesystem":
         create_table(DeltaLog(target), SCHEMA, [], CONFIGURATION)

@@ -70,7 +70,7 @@ def create_table(impl: str, root: Path) -> None:
     from delta_pyspark.core.delta_log import DeltaLog
     from delta_pyspark.core.schema import schema_to_string
     from delta_pyspark.core.schema_arrow import from_arrow_schema
-    from delta_pyspark.core.transaction import create_table as create
+    from delta_pyspark.core.table_definition import create_table as create
 
     create(
         DeltaLog(str(root)), schema_to_string(from_arrow_schema(empty.schema)), [], CONFIGURATION

@@ -84,7 +84,7 @@ def _compaction(spark: Any, work: str) -> None:
 def _fractions(path: str, column: str, values: list[int]) -> float:
     from delta_pyspark.core.delta_log import DeltaLog
     from delta_pyspark.core.expression_parser import parse_predicate
-    from delta_pyspark.spark.scan import prune_files
+    from delta_pyspark.core.file_pruning import prune_files
 
     snapshot = DeltaLog(path).snapshot()
     hits = sum(prune_files(snapshot, parse_predicate(f"{column} = {v}")).num_rows for v in values)

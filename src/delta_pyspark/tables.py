@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -11,13 +10,14 @@ from typing import TYPE_CHECKING, Any
 from pyspark.sql import Column, DataFrame, SparkSession
 
 from delta_pyspark.core import clustering
-from delta_pyspark.core.actions import Metadata, remove_actions
+from delta_pyspark.core.actions import remove_actions
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.generated_columns import GENERATION_EXPRESSION_KEY
 from delta_pyspark.core.identity_columns import check_definitions, identity_metadata
 from delta_pyspark.core.protocol_upgrade import add_feature, upgrade_protocol
-from delta_pyspark.core.schema import StructField, StructType, schema_to_string
+from delta_pyspark.core.schema import StructField, StructType
 from delta_pyspark.core.snapshot import Snapshot
+from delta_pyspark.core.table_definition import partition_names, table_metadata
 from delta_pyspark.core.table_features import (
     implied_writer_features,
     protocol_for,
@@ -580,31 +580,22 @@ class DeltaTableBuilder:
         if not self._fields:
             raise DeltaAnalysisException("a new table needs at least one column")
         schema = StructType(tuple(self._fields))
-        for c in self._partitions:
-            if schema.find_field(c, case_sensitive=False) is None:
-                raise DeltaAnalysisException(f"partition column {c!r} is not a column of the table")
-        check_definitions(schema, self._partitions)
+        partitions = partition_names(schema, self._partitions)
+        check_definitions(schema, partitions)
         validate_generated_columns(self._spark, schema)
         snapshot = log.snapshot() if exists else None
         txn = Transaction(log, snapshot)
         if snapshot is not None:
             txn.read_whole_table()
             txn.remove_files(remove_actions(snapshot.files))
-            metadata = snapshot.metadata.with_changes(
-                schema_string=schema_to_string(schema),
-                partition_columns=tuple(self._partitions),
-                configuration=dict(self._properties),
-                description=self._comment,
-            )
-        else:
-            metadata = Metadata.create(
-                schema_to_string(schema),
-                self._partitions,
-                self._properties,
-                self._name,
-                self._comment,
-                created_time=int(time.time() * 1000),
-            )
+        metadata = table_metadata(
+            snapshot.metadata if snapshot else None,
+            schema,
+            partitions,
+            self._properties,
+            description=self._comment,
+            name=self._name,
+        )
         txn.update_metadata(metadata)
         txn.update_protocol(
             protocol_for(schema, self._properties, snapshot.protocol if snapshot else None)

@@ -15,9 +15,10 @@ from delta_pyspark.core.column_mapping import PHYSICAL_NAME_KEY
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.schema import PrimitiveType, StructField
 from delta_pyspark.core.snapshot import Snapshot
+from delta_pyspark.core.table_definition import create_table
 from delta_pyspark.core.table_features import with_features
 from delta_pyspark.core.table_properties import validate_property
-from delta_pyspark.core.transaction import Transaction, create_table
+from delta_pyspark.core.transaction import Transaction
 from delta_pyspark.exceptions import (
     DeltaAnalysisException,
     DeltaIllegalArgumentException,

@@ -23,7 +23,8 @@ from delta_pyspark.core.catalog_managed import Catalog
 from delta_pyspark.core.commit import checkpoint_now
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.log_store import LastWriterWinsLogStore
-from delta_pyspark.core.transaction import Transaction, create_table
+from delta_pyspark.core.table_definition import create_table
+from delta_pyspark.core.transaction import Transaction
 from delta_pyspark.exceptions import (
     ConcurrentDeleteDeleteException,
     CorruptLogError,

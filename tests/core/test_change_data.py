@@ -24,7 +24,8 @@ from delta_pyspark.core.commit_actions import CommitActions
 from delta_pyspark.core.deletion_vectors import inline_descriptor
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.log_store import log_store_for
-from delta_pyspark.core.transaction import Transaction, create_table
+from delta_pyspark.core.table_definition import create_table
+from delta_pyspark.core.transaction import Transaction
 from delta_pyspark.exceptions import (
     ChangeDataNotRecordedError,
     ChangeDataStartAfterLatestError,

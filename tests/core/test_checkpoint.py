@@ -371,7 +371,7 @@ def test_tombstones_expire_from_checkpoints(
 def _create(
     root: Path, configuration: dict[str, str] | None = None, protocol: Any = None
 ) -> DeltaLog:
-    from delta_pyspark.core.transaction import create_table
+    from delta_pyspark.core.table_definition import create_table
 
     log = DeltaLog(str(root))
     create_table(log, SCHEMA, ["part"], configuration, protocol=protocol)
@@ -520,7 +520,8 @@ def test_write_stats_as_struct_adds_parsed_columns(tmp_path: Path) -> None:
     import pyarrow.parquet as pq
 
     from delta_pyspark.core.commit import checkpoint_now
-    from delta_pyspark.core.transaction import Transaction, create_table
+    from delta_pyspark.core.table_definition import create_table
+    from delta_pyspark.core.transaction import Transaction
 
     log = DeltaLog(str(tmp_path))
     schema = (
@@ -575,7 +576,8 @@ def test_struct_only_stats_keep_wide_decimals_exact(tmp_path: Path) -> None:
     from delta_pyspark.core.data_skipping import may_match
     from delta_pyspark.core.expression_parser import parse_predicate
     from delta_pyspark.core.schema_arrow import to_arrow_schema
-    from delta_pyspark.core.transaction import Transaction, create_table
+    from delta_pyspark.core.table_definition import create_table
+    from delta_pyspark.core.transaction import Transaction
 
     log = DeltaLog(str(tmp_path))
     schema = (

@@ -14,7 +14,8 @@ from delta_pyspark.core import clustering
 from delta_pyspark.core.actions import DomainMetadata, Metadata, Protocol
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.schema import parse_schema_string
-from delta_pyspark.core.transaction import Transaction, create_table
+from delta_pyspark.core.table_definition import create_table
+from delta_pyspark.core.transaction import Transaction
 from delta_pyspark.exceptions import DeltaAnalysisException
 
 SCHEMA = json.dumps(

@@ -19,8 +19,8 @@ from delta_pyspark.core.column_changes import (
 from delta_pyspark.core.column_mapping import PHYSICAL_NAME_KEY
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.schema import PrimitiveType, StructType
+from delta_pyspark.core.table_definition import create_table
 from delta_pyspark.core.table_features import protocol_for
-from delta_pyspark.core.transaction import create_table
 from delta_pyspark.exceptions import DeltaAnalysisException
 
 INTEGER, LONG, STRING = PrimitiveType("integer"), PrimitiveType("long"), PrimitiveType("string")

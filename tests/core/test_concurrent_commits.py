@@ -28,7 +28,8 @@ import pytest
 
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.schema import PrimitiveType, StructField, StructType, schema_to_string
-from delta_pyspark.core.transaction import Transaction, create_table
+from delta_pyspark.core.table_definition import create_table
+from delta_pyspark.core.transaction import Transaction
 
 SCHEMA = StructType(
     (StructField("id", PrimitiveType("long")), StructField("p", PrimitiveType("string")))

@@ -19,7 +19,8 @@ from delta_pyspark.core.alter_table import set_properties
 from delta_pyspark.core.delta_log import DeltaLog, clear_log_cache
 from delta_pyspark.core.drop_feature import drop_feature
 from delta_pyspark.core.metadata_cleanup import cleanup_expired_logs
-from delta_pyspark.core.transaction import Transaction, create_table
+from delta_pyspark.core.table_definition import create_table
+from delta_pyspark.core.transaction import Transaction
 from delta_pyspark.exceptions import (
     CannotDropCheckConstraintFeatureError,
     DeltaUnsupportedOperationException,

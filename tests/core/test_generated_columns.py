@@ -38,8 +38,8 @@ from delta_pyspark.core.generated_columns import (
 )
 from delta_pyspark.core.schema import PrimitiveType, StructType, schema_to_string
 from delta_pyspark.core.schema_arrow import to_arrow_schema
+from delta_pyspark.core.table_definition import create_table
 from delta_pyspark.core.table_features import check_writable, protocol_for
-from delta_pyspark.core.transaction import create_table
 from delta_pyspark.exceptions import DeltaAnalysisException, GeneratedColumnError
 
 FULL = Protocol(1, 7, None, frozenset({"appendOnly", "invariants", "generatedColumns"}))

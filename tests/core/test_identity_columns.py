@@ -32,8 +32,9 @@ from delta_pyspark.core.schema import (
     parse_schema_string,
     schema_to_string,
 )
+from delta_pyspark.core.table_definition import create_table
 from delta_pyspark.core.table_features import check_writable, features_in_use, protocol_for
-from delta_pyspark.core.transaction import Transaction, create_table
+from delta_pyspark.core.transaction import Transaction
 from delta_pyspark.exceptions import (
     DeltaParseException,
     IdentityColumnDataTypeError,

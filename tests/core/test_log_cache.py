@@ -28,7 +28,8 @@ from delta_pyspark.core.delta_log import (
 )
 from delta_pyspark.core.log_store import FileStatus, LocalLogStore
 from delta_pyspark.core.snapshot import Snapshot
-from delta_pyspark.core.transaction import Transaction, create_table
+from delta_pyspark.core.table_definition import create_table
+from delta_pyspark.core.transaction import Transaction
 from delta_pyspark.exceptions import CorruptLogError, DeltaIllegalArgumentException
 
 SCHEMA = json.dumps(

@@ -17,7 +17,8 @@ from delta_pyspark.core.actions import remove_actions
 from delta_pyspark.core.alter_table import set_properties, unset_properties
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.manifest import MANIFEST_DIR, generate_manifest
-from delta_pyspark.core.transaction import Transaction, create_table
+from delta_pyspark.core.table_definition import create_table
+from delta_pyspark.core.transaction import Transaction
 from delta_pyspark.exceptions import (
     DeltaAnalysisException,
     DeltaIllegalArgumentException,

@@ -24,7 +24,8 @@ from catalog_worker import COUNTER, TABLES
 import delta_pyspark
 from delta_pyspark.core.catalog_managed import Catalog
 from delta_pyspark.core.delta_log import DeltaLog
-from delta_pyspark.core.transaction import Transaction, create_table
+from delta_pyspark.core.table_definition import create_table
+from delta_pyspark.core.transaction import Transaction
 from delta_pyspark.exceptions import (
     ConcurrentDeleteDeleteException,
     DeltaError,

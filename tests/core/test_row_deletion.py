@@ -14,7 +14,8 @@ from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.expression_parser import parse_predicate
 from delta_pyspark.core.row_deletion import deletion_vectors_enabled
 from delta_pyspark.core.schema import PrimitiveType, StructField, StructType, schema_to_string
-from delta_pyspark.core.transaction import Transaction, create_table
+from delta_pyspark.core.table_definition import create_table
+from delta_pyspark.core.transaction import Transaction
 from delta_pyspark.exceptions import (
     ConcurrentAppendException,
     ConcurrentDeleteDeleteException,

@@ -15,8 +15,9 @@ from delta_pyspark.core.alter_table import set_properties
 from delta_pyspark.core.checkpoint import write_checkpoint
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.schema import PrimitiveType, StructField, StructType, schema_to_string
+from delta_pyspark.core.table_definition import create_table
 from delta_pyspark.core.table_features import protocol_for
-from delta_pyspark.core.transaction import Transaction, create_table
+from delta_pyspark.core.transaction import Transaction
 from delta_pyspark.exceptions import DeltaAnalysisException
 
 SCHEMA = StructType((StructField("id", PrimitiveType("long")),))

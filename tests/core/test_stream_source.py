@@ -14,7 +14,8 @@ from test_transaction_log import SCHEMA, add, append, remove
 from delta_pyspark.core.actions import Metadata
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.stream_source import StreamOffset, StreamOptions, StreamSource
-from delta_pyspark.core.transaction import Transaction, create_table
+from delta_pyspark.core.table_definition import create_table
+from delta_pyspark.core.transaction import Transaction
 from delta_pyspark.exceptions import (
     DeltaIllegalArgumentException,
     DeltaSchemaChangedError,

@@ -14,7 +14,8 @@ from delta_pyspark.core.actions import DomainMetadata, Protocol
 from delta_pyspark.core.checksum import read_checksum
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.snapshot import Snapshot
-from delta_pyspark.core.transaction import Transaction, create_table
+from delta_pyspark.core.table_definition import create_table
+from delta_pyspark.core.transaction import Transaction
 from delta_pyspark.exceptions import (
     ChecksumMismatchError,
     ConcurrentDeleteDeleteException,

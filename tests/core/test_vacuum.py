@@ -22,8 +22,9 @@ from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.log_store import LocalLogStore
 from delta_pyspark.core.schema import PrimitiveType, StructField, StructType, schema_to_string
 from delta_pyspark.core.snapshot import Snapshot
+from delta_pyspark.core.table_definition import create_table
 from delta_pyspark.core.table_paths import dv_file_path
-from delta_pyspark.core.transaction import Transaction, create_table
+from delta_pyspark.core.transaction import Transaction
 from delta_pyspark.core.vacuum import vacuum
 from delta_pyspark.core.vacuum_plan import is_hidden, plan_vacuum, retention_ms
 from delta_pyspark.exceptions import DeltaError, DeltaIllegalArgumentException

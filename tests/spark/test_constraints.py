@@ -12,7 +12,7 @@ import pytest
 
 from delta_pyspark.core.actions import Protocol
 from delta_pyspark.core.delta_log import DeltaLog
-from delta_pyspark.core.transaction import create_table
+from delta_pyspark.core.table_definition import create_table
 from delta_pyspark.exceptions import (
     DeltaAnalysisException,
     DeltaIllegalArgumentException,

@@ -17,6 +17,7 @@ from commit_hooks import before_commit
 from delta_pyspark import scan_report
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.expression_parser import parse_predicate
+from delta_pyspark.core.file_pruning import prune_files
 from delta_pyspark.core.optimize_plan import pack_bins
 from delta_pyspark.exceptions import (
     ConcurrentDeleteReadException,
@@ -24,7 +25,6 @@ from delta_pyspark.exceptions import (
     DeltaConcurrentModificationException,
 )
 from delta_pyspark.spark.bin_writer import partition_keys as spark_partition_keys
-from delta_pyspark.spark.scan import prune_files
 from delta_pyspark.tables import DeltaTable
 
 MAX_FILE = "spark.databricks.delta.optimize.maxFileSize"

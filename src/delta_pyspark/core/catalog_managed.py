@@ -37,9 +37,10 @@ from delta_pyspark.core.log_segment import commit_name, log_dir_of
 from delta_pyspark.core.log_store import LogStore, log_store_for, to_local_path
 from delta_pyspark.core.schema import parse_schema_string
 from delta_pyspark.core.snapshot import Snapshot
+from delta_pyspark.core.table_definition import create_table
 from delta_pyspark.core.table_features import protocol_for, with_features
 from delta_pyspark.core.table_properties import is_protocol_key
-from delta_pyspark.core.transaction import Transaction, create_table
+from delta_pyspark.core.transaction import Transaction
 from delta_pyspark.exceptions import (
     CorruptLogError,
     DeltaAnalysisException,

@@ -42,7 +42,6 @@ from __future__ import annotations
 import logging
 import os
 import re
-import time
 import uuid
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -57,6 +56,7 @@ from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.log_store import LogStore, to_local_path
 from delta_pyspark.core.restore import merge_protocols
 from delta_pyspark.core.snapshot import Snapshot
+from delta_pyspark.core.table_definition import table_metadata
 from delta_pyspark.core.table_features import protocol_for
 from delta_pyspark.core.table_paths import (
     dv_file_path,
@@ -308,11 +308,12 @@ def clone_table(
     )
 
     config = dict(source.configuration) | {k: str(v) for k, v in (properties or {}).items()}
-    metadata = source.metadata.with_changes(
-        id=existing.metadata.id if existing else str(uuid.uuid4()),
-        name=None,
-        configuration=config,
-        created_time=int(time.time() * 1000),
+    metadata = table_metadata(
+        existing.metadata if existing else None,
+        source.schema,
+        source.partition_columns,
+        config,
+        description=source.metadata.description,
     )
     base = merge_protocols(existing.protocol, source.protocol) if existing else source.protocol
     protocol = protocol_for(source.schema, config, base)

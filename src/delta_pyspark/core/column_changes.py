@@ -277,9 +277,9 @@ def _check_dependents(metadata: Metadata, schema: StructType, path: Path) -> Non
             f"column(s): {readers}"
         )
     constraints = {
-        key[len(props.CONSTRAINT_PREFIX) :]: text
-        for key, text in metadata.configuration.items()
-        if key.startswith(props.CONSTRAINT_PREFIX) and _reads(text, path)
+        name: text
+        for name, text in props.check_constraints(metadata.configuration).items()
+        if _reads(text, path)
     }
     if constraints:
         listed = "; ".join(f"{name}: {text}" for name, text in sorted(constraints.items()))

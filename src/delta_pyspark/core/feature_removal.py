@@ -138,8 +138,7 @@ def _dv_uses(action: Action) -> bool:
 
 
 def constraint_names(snapshot: Snapshot) -> list[str]:
-    prefix = props.CONSTRAINT_PREFIX.lower()
-    return sorted(k[len(prefix) :] for k in snapshot.configuration if k.lower().startswith(prefix))
+    return sorted(props.check_constraints(snapshot.configuration))
 
 
 def _constraint_traces(snapshot: Snapshot) -> list[str]:

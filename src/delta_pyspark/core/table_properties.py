@@ -86,6 +86,13 @@ def in_commit_timestamps(conf: Mapping[str, str]) -> bool:
     return _bool(conf, IN_COMMIT_TIMESTAMPS, False)
 
 
+def check_constraints(conf: Mapping[str, str]) -> dict[str, str]:
+    """The table's CHECK constraints (``delta.constraints.<name>``, the prefix in any case):
+    name -> SQL expression."""
+    prefix = CONSTRAINT_PREFIX.lower()
+    return {k[len(prefix) :]: v for k, v in conf.items() if k.lower().startswith(prefix)}
+
+
 def type_widening(conf: Mapping[str, str]) -> bool:
     return _bool(conf, TYPE_WIDENING, False)
 

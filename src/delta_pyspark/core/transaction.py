@@ -474,28 +474,3 @@ class Transaction:
             snapshot = self.log.apply_commits(self.snapshot, version, [*winners, committed])
         self.log.remember(snapshot)
         return snapshot
-
-
-def create_table(
-    log: DeltaLog,
-    schema_string: str,
-    partition_columns: list[str] | None = None,
-    configuration: Mapping[str, str] | None = None,
-    protocol: Protocol | None = None,
-    name: str | None = None,
-    description: str | None = None,
-) -> Snapshot:
-    """Commit version 0 of a new table (core API, no Spark involved)."""
-    txn = Transaction(log, None)
-    txn.update_protocol(protocol or Protocol(1, 2))
-    txn.update_metadata(
-        Metadata.create(
-            schema_string,
-            partition_columns or [],
-            configuration,
-            name,
-            description,
-            created_time=int(time.time() * 1000),
-        )
-    )
-    return txn.commit("CREATE TABLE", {"partitionBy": list(partition_columns or [])})

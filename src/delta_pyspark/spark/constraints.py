@@ -27,6 +27,7 @@ from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.schema import StructField, StructType
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.table_features import protocol_for
+from delta_pyspark.core.table_properties import CONSTRAINT_PREFIX, check_constraints
 from delta_pyspark.core.transaction import Transaction
 from delta_pyspark.exceptions import (
     DeltaAnalysisException,
@@ -46,7 +47,6 @@ __all__ = [
     "violation_from",
 ]
 
-CONSTRAINT_PREFIX = "delta.constraints."
 INVARIANTS_KEY = "delta.invariants"
 _START = "[DELTA_VIOLATION]"
 _END = "[/DELTA_VIOLATION]"
@@ -58,11 +58,11 @@ _MAX_VALUE_CHARS = 200
 
 def _constraints(metadata: Metadata) -> dict[str, tuple[str, str]]:
     """Lowercased constraint name -> (stored key, expression)."""
-    conf = metadata.configuration
+    prefix = len(CONSTRAINT_PREFIX)
+    stored = {k[prefix:]: k for k in metadata.configuration}
     return {
-        k[len(CONSTRAINT_PREFIX) :].lower(): (k, v)
-        for k, v in conf.items()
-        if k.lower().startswith(CONSTRAINT_PREFIX)
+        name.lower(): (stored[name], text)
+        for name, text in check_constraints(metadata.configuration).items()
     }
 
 

@@ -16,14 +16,12 @@ import datetime as dt
 import json
 import os
 import re
-import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 import pyarrow.parquet as pq
 
-from delta_pyspark.core.actions import Metadata
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.log_store import DirEntry, LogStore, to_local_path
 from delta_pyspark.core.partition_values import (
@@ -46,6 +44,7 @@ from delta_pyspark.core.schema import (
 from delta_pyspark.core.schema_arrow import from_arrow_schema, to_arrow_schema
 from delta_pyspark.core.stats_collection import collect_parquet_stats
 from delta_pyspark.core.stats_schema import stats_settings
+from delta_pyspark.core.table_definition import table_metadata
 from delta_pyspark.core.table_features import protocol_for
 from delta_pyspark.core.transaction import Transaction
 from delta_pyspark.exceptions import (
@@ -114,12 +113,7 @@ def convert_to_delta(spark: SparkSession, identifier: str, partition_schema: Any
     schema = StructType(data_schema.fields + partitions.fields)
     adds = _add_actions(log.store, listed, footers, values, data_schema)
 
-    metadata = Metadata.create(
-        schema_to_string(schema),
-        [f.name for f in partitions.fields],
-        {},
-        created_time=int(time.time() * 1000),
-    )
+    metadata = table_metadata(None, schema, [f.name for f in partitions.fields], {})
     txn = Transaction(log, None)
     txn.update_protocol(protocol_for(schema, {}))
     txn.update_metadata(metadata)

@@ -16,6 +16,7 @@ from delta_pyspark.core.actions import remove_actions
 from delta_pyspark.core.change_data import DELETE
 from delta_pyspark.core.data_skipping import partition_filter_mask, split_partition_predicate
 from delta_pyspark.core.delta_log import DeltaLog
+from delta_pyspark.core.file_pruning import prune_files
 from delta_pyspark.core.row_deletion import deletion_vectors_enabled, dv_metrics
 from delta_pyspark.core.schema_arrow import to_arrow_schema
 from delta_pyspark.core.transaction import Transaction
@@ -30,7 +31,7 @@ from delta_pyspark.spark.rewrite import (
     rewrite_files,
     touched_files,
 )
-from delta_pyspark.spark.scan import prune_files, read_files, session_time_zone
+from delta_pyspark.spark.scan import read_files, session_time_zone
 from delta_pyspark.spark.session_conf import user_metadata
 
 if TYPE_CHECKING:

@@ -33,6 +33,7 @@ from delta_pyspark.core.commit_coordinator import check_maintenance
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.expression_parser import parse_predicate
 from delta_pyspark.core.expressions import Unknown, and_all, columns_of, walk
+from delta_pyspark.core.file_pruning import prune_files
 from delta_pyspark.core.optimize_plan import (
     GIB,
     Bin,
@@ -58,7 +59,7 @@ from delta_pyspark.spark import arguments
 from delta_pyspark.spark.clustering import optimize_columns, plan_clustering, write_clustered
 from delta_pyspark.spark.integration import parsed_expression_text
 from delta_pyspark.spark.rewrite import live_rows, num_records
-from delta_pyspark.spark.scan import prune_files, session_time_zone
+from delta_pyspark.spark.scan import session_time_zone
 from delta_pyspark.spark.session_conf import user_metadata
 
 if TYPE_CHECKING:

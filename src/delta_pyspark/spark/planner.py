@@ -51,6 +51,7 @@ from delta_pyspark.core.deletion_vectors import DeletionVectorDescriptor, read_d
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.expression_parser import parse_predicate
 from delta_pyspark.core.expressions import and_all
+from delta_pyspark.core.file_pruning import prune_files
 from delta_pyspark.core.identity_columns import without_identity_metadata
 from delta_pyspark.core.log_store import log_store_for, to_local_path
 from delta_pyspark.core.schema import StructType
@@ -73,12 +74,7 @@ from delta_pyspark.spark.integration import (
     python_session,
     serve_callbacks,
 )
-from delta_pyspark.spark.scan import (
-    DeltaFileNotFoundError,
-    ScanReport,
-    even_split_bytes,
-    prune_files,
-)
+from delta_pyspark.spark.scan import DeltaFileNotFoundError, ScanReport, even_split_bytes
 from delta_pyspark.spark.types import to_spark_type
 from delta_pyspark.spark.write_command import WriteRequest, write_delta
 

@@ -23,9 +23,10 @@ import pyarrow.compute as pc
 from delta_pyspark.core.actions import remove_actions
 from delta_pyspark.core.schema import StructType
 from delta_pyspark.core.snapshot import Snapshot
+from delta_pyspark.core.table_properties import check_constraints
 from delta_pyspark.spark import generated_columns
 from delta_pyspark.spark.scan import FILE_PATH, ROW_INDEX, file_uris, read_files
-from delta_pyspark.spark.write import enforce_constraints, table_constraints, write_files
+from delta_pyspark.spark.write import enforce_constraints, write_files
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -140,7 +141,7 @@ def write_rows(
     enforcing its constraints."""
     schema = schema or snapshot.schema
     generated = generated_columns.checks(schema, snapshot.protocol)
-    checked = enforce_constraints(df, schema, table_constraints(snapshot.configuration), generated)
+    checked = enforce_constraints(df, schema, check_constraints(snapshot.configuration), generated)
     return write_files(
         checked, snapshot.table_root, schema, snapshot.partition_columns, snapshot.configuration
     )

@@ -25,13 +25,9 @@ import pyarrow.compute as pc
 from pyroaring import BitMap64
 
 from delta_pyspark.core.column_mapping import column_mapping_mode, physical_name, to_physical_schema
-from delta_pyspark.core.data_skipping import may_match
 from delta_pyspark.core.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
-from delta_pyspark.core.expressions import And, Expr
-from delta_pyspark.core.generated_columns import partition_filter
 from delta_pyspark.core.partition_values import hive_partition_path, parse_partition_value
 from delta_pyspark.core.schema import BINARY, DOUBLE, FLOAT, LONG, StructField, StructType
-from delta_pyspark.core.schema_arrow import to_arrow_schema
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.table_paths import data_file_path
 from delta_pyspark.core.type_widening import needs_row_reader
@@ -76,46 +72,8 @@ class ScanReport:
         return self.files_total - self.files_scanned
 
 
-def prune_files(snapshot: Snapshot, predicate: Expr | None, time_zone: str = "UTC") -> pa.Table:
-    """The snapshot's files that may hold a row matching ``predicate`` (all if None).
-
-    ``time_zone``: the Spark session's, which timestamp literals without one are in.
-    A filter on a column that generated partition columns are computed from also prunes by
-    those partitions (``core/generated_columns.partition_filter``).
-    """
-    files = snapshot.files
-    if predicate is None or files.num_rows == 0:
-        return files
-    derived = partition_filter(
-        predicate, snapshot.schema, snapshot.partition_columns, snapshot.protocol, time_zone
-    )
-    if derived is not None:  # generated partition columns follow their sources' filters
-        predicate = And(predicate, derived)
-    mode = column_mapping_mode(snapshot.configuration)
-    physical = to_physical_schema(snapshot.schema, mode)
-    parts = [physical_name(snapshot.schema.field(c), mode) for c in snapshot.partition_columns]
-    mask = may_match(
-        _to_physical_expr(predicate, snapshot, mode),
-        files,
-        to_arrow_schema(physical),
-        parts,
-        time_zone=time_zone,
-    )
-    return files.filter(mask)
-
-
 def session_time_zone(spark: SparkSession) -> str:
     return str(spark.conf.get("spark.sql.session.timeZone", "UTC"))
-
-
-def _to_physical_expr(expr: Expr, snapshot: Snapshot, mode: str) -> Expr:
-    if mode == "none":
-        return expr
-    from delta_pyspark.core.column_mapping import logical_to_physical_names
-    from delta_pyspark.core.expressions import rename_columns
-
-    mapping = logical_to_physical_names(snapshot.schema, mode)
-    return rename_columns(expr, mapping)
 
 
 # Float spellings Spark's partition discovery parses (Java's); delta-rs writes "inf".

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from delta_pyspark.core.change_data import POSTIMAGE, PREIMAGE
 from delta_pyspark.core.delta_log import DeltaLog
+from delta_pyspark.core.file_pruning import prune_files
 from delta_pyspark.core.identity_columns import check_update
 from delta_pyspark.core.row_deletion import deletion_vectors_enabled, dv_metrics
 from delta_pyspark.core.transaction import Transaction
@@ -37,7 +38,7 @@ from delta_pyspark.spark.rewrite import (
     write_rows,
 )
 from delta_pyspark.spark.row_tracking import preserved_columns, read_preserving
-from delta_pyspark.spark.scan import prune_files, read_files, session_time_zone
+from delta_pyspark.spark.scan import read_files, session_time_zone
 from delta_pyspark.spark.session_conf import user_metadata
 from delta_pyspark.spark.types import to_spark_type
 

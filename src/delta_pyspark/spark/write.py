@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import pyarrow.parquet as pq
@@ -35,12 +35,6 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 STAGING_DIR = "_delta_staging"
-
-
-def table_constraints(configuration: Mapping[str, str]) -> dict[str, str]:
-    """The table's CHECK constraints (``delta.constraints.<name>`` properties): name -> SQL."""
-    prefix = "delta.constraints."
-    return {k[len(prefix) :]: v for k, v in configuration.items() if k.startswith(prefix)}
 
 
 def enforce_constraints(

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -25,9 +24,11 @@ from delta_pyspark.core.schema import StructField, StructType, schema_to_string
 from delta_pyspark.core.schema_arrow import to_arrow_schema
 from delta_pyspark.core.schema_evolution import check_write_compatible, merge_schemas
 from delta_pyspark.core.snapshot import Snapshot
+from delta_pyspark.core.table_definition import table_metadata
 from delta_pyspark.core.table_features import protocol_for
 from delta_pyspark.core.table_properties import (
     canonical_key,
+    check_constraints,
     is_delta_key,
     is_protocol_key,
     type_widening,
@@ -48,7 +49,7 @@ from delta_pyspark.spark.rewrite import rewrite_without
 from delta_pyspark.spark.scan import read_files
 from delta_pyspark.spark.session_conf import auto_merge, user_metadata
 from delta_pyspark.spark.types import from_spark_schema, relaxed, to_spark_type
-from delta_pyspark.spark.write import enforce_constraints, table_constraints, write_files
+from delta_pyspark.spark.write import enforce_constraints, write_files
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -182,7 +183,7 @@ def write_delta(
         overwrite and not replace_where,
         _truthy(request.opt(REPLACE_OPTION, "false")),
     )
-    checks = table_constraints(metadata.configuration)
+    checks = check_constraints(metadata.configuration)
     creating = request.opt(OPERATION_OPTION) == "CREATE TABLE"
     df, generated = with_identity_values(
         df, schema, metadata.partition_columns, request.options, creating
@@ -363,12 +364,6 @@ def _target_metadata(
     if snapshot is None or overwrite_schema:
         declared = request.opt(DECLARED_SCHEMA_OPTION)
         schema = _nullable(data_schema) if declared is None else _spark_json_schema(declared)
-        for c in partition_by:
-            if schema.find_field(c, case_sensitive=False) is None:
-                raise DeltaAnalysisException(
-                    f"partition column {c!r} is not in the data schema {data_schema.field_names}"
-                )
-        partition_by = [schema.find_field(c, case_sensitive=False).name for c in partition_by]
         replacing = snapshot is not None and _truthy(request.opt(REPLACE_OPTION, "false"))
         if snapshot is None or replacing:  # the properties are the statement's and defaults
             requested = validate_properties(
@@ -380,22 +375,14 @@ def _target_metadata(
             conf = dict(snapshot.configuration)
         conf |= {k: v for k, v in requested.items() if not is_protocol_key(k)}
         protocol_requests = {k: v for k, v in requested.items() if is_protocol_key(k)}
-        if snapshot is None:
-            metadata = Metadata.create(
-                schema_to_string(schema),
-                partition_by,
-                conf,
-                description=request.opt(DESCRIPTION_OPTION),
-                created_time=time.time_ns() // 1_000_000,
-            )
-        else:
-            metadata = snapshot.metadata.with_changes(
-                schema_string=schema_to_string(schema),
-                partition_columns=tuple(partition_by),
-                configuration=conf,
-            )
-            if replacing:
-                metadata = metadata.with_changes(description=request.opt(DESCRIPTION_OPTION))
+        metadata = table_metadata(
+            snapshot.metadata if snapshot else None,
+            schema,
+            partition_by,
+            conf,
+            description=request.opt(DESCRIPTION_OPTION),
+            keep_description=snapshot is not None and not replacing,
+        )
         return metadata, protocol_requests
     if partition_by and [c.lower() for c in partition_by] != [
         c.lower() for c in snapshot.partition_columns
@@ -433,7 +420,8 @@ def _replace_where_removes(
     then (on a table recording change data) the rows replaced."""
     from pyspark.sql import functions as F
 
-    from delta_pyspark.spark.scan import prune_files, session_time_zone
+    from delta_pyspark.core.file_pruning import prune_files
+    from delta_pyspark.spark.scan import session_time_zone
 
     expr = parse_predicate(predicate)
     txn.read_predicate(expr, session_time_zone(spark))

@@ -19,12 +19,13 @@ from delta_pyspark.core.expressions import (
     conjuncts,
     map_columns,
 )
+from delta_pyspark.core.file_pruning import prune_files
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.transaction import Transaction
 from delta_pyspark.spark.conditions import condition_sql
 from delta_pyspark.spark.integration import java_frame
 from delta_pyspark.spark.merge.source import _SourceSummary
-from delta_pyspark.spark.scan import prune_files, session_time_zone
+from delta_pyspark.spark.scan import session_time_zone
 from delta_pyspark.spark.types import to_spark_type
 
 if TYPE_CHECKING:
