@@ -236,9 +236,9 @@ def test_explicit_feature_support(log: DeltaLog) -> None:
     with pytest.raises(DeltaUnsupportedOperationException, match="DROP FEATURE"):
         unset_properties(log, ["delta.feature.timestampNtz"])
     # a feature the spec knows but this implementation cannot write
-    with pytest.raises(UnsupportedTableFeatureError, match="clustering"):
-        set_properties(log, {"delta.feature.clustering": "supported"})
-    assert "clustering" not in (log.snapshot().protocol.writer_features or set())
+    with pytest.raises(UnsupportedTableFeatureError, match="allowColumnDefaults"):
+        set_properties(log, {"delta.feature.allowColumnDefaults": "supported"})
+    assert "allowColumnDefaults" not in (log.snapshot().protocol.writer_features or set())
 
 
 def test_column_mapping_none_to_name(log: DeltaLog) -> None:

@@ -78,15 +78,13 @@ def create_table(
     """Commit version 0 of a new table (core API, no Spark involved)."""
     txn = Transaction(log, None)
     txn.update_protocol(protocol or Protocol(1, 2))
-    schema = parse_schema_string(schema_string)
-    txn.update_metadata(
-        table_metadata(
-            None,
-            schema,
-            partition_columns or [],
-            configuration or {},
-            description=description,
-            name=name,
-        )
+    metadata = table_metadata(
+        None,
+        parse_schema_string(schema_string),
+        partition_columns or [],
+        configuration or {},
+        description=description,
+        name=name,
     )
+    txn.update_metadata(metadata.with_changes(schema_string=schema_string))  # as spelled
     return txn.commit("CREATE TABLE", {"partitionBy": list(partition_columns or [])})
