@@ -21,11 +21,10 @@ from delta_pyspark.core.actions import Protocol
 from delta_pyspark.core.column_mapping import PHYSICAL_NAME_KEY, column_mapping_mode
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.schema import (
-    ArrayType,
     DataType,
-    MapType,
     StructField,
     StructType,
+    map_fields,
     parse_schema_string,
     schema_to_string,
 )
@@ -210,27 +209,18 @@ def _column_mapping_change(
     return schema_to_string(_with_logical_physical_names(schema))
 
 
-def _logical_names_type(dt: DataType) -> DataType:
-    if isinstance(dt, StructType):
-        return _with_logical_physical_names(dt)
-    if isinstance(dt, ArrayType):
-        return ArrayType(_logical_names_type(dt.element_type), dt.contains_null)
-    if isinstance(dt, MapType):
-        return MapType(
-            _logical_names_type(dt.key_type),
-            _logical_names_type(dt.value_type),
-            dt.value_contains_null,
-        )
-    return dt
-
-
 def _with_logical_physical_names(schema: StructType) -> StructType:
-    fields = []
-    for f in schema.fields:
+    """Each field, nested ones too, given its logical name as physical name unless it has
+    one: existing files name their columns by the logical names."""
+
+    def named(f: StructField) -> StructField:
         metadata = dict(f.metadata)
         metadata.setdefault(PHYSICAL_NAME_KEY, f.name)
-        fields.append(StructField(f.name, _logical_names_type(f.type), f.nullable, metadata))
-    return StructType(tuple(fields))
+        return StructField(f.name, f.type, f.nullable, metadata)
+
+    result = map_fields(schema, named)
+    assert isinstance(result, StructType)
+    return result
 
 
 def _check_manifest_compatibility(snapshot: Snapshot, conf: Mapping[str, str]) -> None:

@@ -20,6 +20,7 @@ from delta_pyspark.core.schema import (
     MapType,
     StructField,
     StructType,
+    map_fields,
     parse_schema_string,
     schema_to_string,
 )
@@ -79,21 +80,9 @@ def _check_mode(mode: str) -> None:
 
 
 def _physical_type(dt: DataType, mode: str) -> DataType:
-    if isinstance(dt, StructType):
-        return StructType(tuple(_physical_field(f, mode) for f in dt.fields))
-    if isinstance(dt, ArrayType):
-        return ArrayType(_physical_type(dt.element_type, mode), dt.contains_null)
-    if isinstance(dt, MapType):
-        return MapType(
-            _physical_type(dt.key_type, mode),
-            _physical_type(dt.value_type, mode),
-            dt.value_contains_null,
-        )
-    return dt
-
-
-def _physical_field(f: StructField, mode: str) -> StructField:
-    return StructField(physical_name(f, mode), _physical_type(f.type, mode), f.nullable, f.metadata)
+    return map_fields(
+        dt, lambda f: StructField(physical_name(f, mode), f.type, f.nullable, f.metadata)
+    )
 
 
 def to_physical_schema(schema: StructType, mode: str) -> StructType:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
@@ -43,6 +43,7 @@ __all__ = [
     "StructType",
     "data_type_from_json",
     "data_type_to_json",
+    "map_fields",
     "parse_schema_string",
     "schema_to_string",
     "schema_tree_string",
@@ -309,6 +310,25 @@ def _field_from_json(obj: Any) -> StructField:
     if not isinstance(metadata, dict):
         raise CorruptLogError(f"{what} has a non-object metadata: {metadata!r}")
     return StructField(name, dt, nullable, metadata)
+
+
+def map_fields(dt: DataType, fn: Callable[[StructField], StructField]) -> DataType:
+    """``dt`` with ``fn`` applied to every struct field, nested ones included (in structs,
+    arrays and maps); ``fn`` sees each field with its own type already mapped."""
+    if isinstance(dt, StructType):
+        return StructType(
+            tuple(
+                fn(StructField(f.name, map_fields(f.type, fn), f.nullable, f.metadata))
+                for f in dt.fields
+            )
+        )
+    if isinstance(dt, ArrayType):
+        return ArrayType(map_fields(dt.element_type, fn), dt.contains_null)
+    if isinstance(dt, MapType):
+        return MapType(
+            map_fields(dt.key_type, fn), map_fields(dt.value_type, fn), dt.value_contains_null
+        )
+    return dt
 
 
 def parse_schema_string(s: str) -> StructType:

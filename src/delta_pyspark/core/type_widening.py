@@ -17,6 +17,7 @@ from delta_pyspark.core.schema import (
     MapType,
     StructField,
     StructType,
+    map_fields,
 )
 
 _INTEGRAL = frozenset({"byte", "short", "integer", "long"})
@@ -66,24 +67,9 @@ def without_type_changes(dt: DataType) -> Any:
 
 def without_field_metadata(dt: DataType, drop: Callable[[str], bool]) -> Any:
     """``dt`` with the field metadata keys ``drop`` selects removed, nested fields too."""
-    if isinstance(dt, StructType):
-        return StructType(
-            tuple(
-                StructField(
-                    f.name,
-                    without_field_metadata(f.type, drop),
-                    f.nullable,
-                    {k: v for k, v in f.metadata.items() if not drop(k)},
-                )
-                for f in dt.fields
-            )
-        )
-    if isinstance(dt, ArrayType):
-        return ArrayType(without_field_metadata(dt.element_type, drop), dt.contains_null)
-    if isinstance(dt, MapType):
-        return MapType(
-            without_field_metadata(dt.key_type, drop),
-            without_field_metadata(dt.value_type, drop),
-            dt.value_contains_null,
-        )
-    return dt
+    return map_fields(
+        dt,
+        lambda f: StructField(
+            f.name, f.type, f.nullable, {k: v for k, v in f.metadata.items() if not drop(k)}
+        ),
+    )
