@@ -20,7 +20,7 @@ from delta_pyspark.core.optimize_plan import Bin, bin_rows
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.spark.row_tracking import preserved_columns, read_preserving
 from delta_pyspark.spark.scan import FILE_PATH, ROW_INDEX, file_uris
-from delta_pyspark.spark.write import write_files
+from delta_pyspark.spark.write import write_compacted
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -97,12 +97,4 @@ def write_bins(
     if not bins:
         return []
     df = bin_frame(spark, snapshot, files, bins)
-    return write_files(
-        df,
-        snapshot.table_root,
-        snapshot.schema,
-        snapshot.partition_columns,
-        snapshot.configuration,
-        data_change=False,
-        optimize_write=False,
-    )
+    return write_compacted(df, snapshot)

@@ -34,6 +34,8 @@ from delta_pyspark.spark.paths import to_log_path
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+    from delta_pyspark.core.snapshot import Snapshot
+
 STAGING_DIR = "_delta_staging"
 
 
@@ -145,6 +147,20 @@ def write_files(
         )
     finally:
         _remove_staging(staging)
+
+
+def write_compacted(df: DataFrame, snapshot: Snapshot) -> list[dict[str, Any]]:
+    """Write ``df`` (rows of ``snapshot``'s files, rearranged) as OPTIMIZE does: files the
+    caller has already sized, no data change (``dataChange=false``)."""
+    return write_files(
+        df,
+        snapshot.table_root,
+        snapshot.schema,
+        snapshot.partition_columns,
+        snapshot.configuration,
+        data_change=False,
+        optimize_write=False,
+    )
 
 
 def _remove_staging(staging: str) -> None:

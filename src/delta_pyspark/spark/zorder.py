@@ -65,7 +65,7 @@ from delta_pyspark.exceptions import DeltaAnalysisException
 from delta_pyspark.spark.integration import jvm, new_array
 from delta_pyspark.spark.row_tracking import preserved_columns, read_preserving
 from delta_pyspark.spark.scan import FILE_PATH, ROW_INDEX, file_uris
-from delta_pyspark.spark.write import write_files
+from delta_pyspark.spark.write import write_compacted
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -419,12 +419,4 @@ def write_zordered(
     if not bins:
         return []
     df, _ = zorder_frame(spark, snapshot, files, bins, columns, max_file_size)
-    return write_files(
-        df,
-        snapshot.table_root,
-        snapshot.schema,
-        snapshot.partition_columns,
-        snapshot.configuration,
-        data_change=False,
-        optimize_write=False,
-    )
+    return write_compacted(df, snapshot)
