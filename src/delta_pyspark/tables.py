@@ -456,7 +456,7 @@ def _identity_metadata(always: Any, by_default: Any) -> dict[str, Any]:
     """The column metadata of an identity column declared with an ``IdentityGenerator``
     (checked by ``_check_generation``); empty for any other column."""
     spec = by_default if by_default is not None else always
-    if spec is None:
+    if spec is None or isinstance(spec, str):  # a generated column's expression
         return {}
     return identity_metadata(int(spec.start), int(spec.step), by_default is not None)
 

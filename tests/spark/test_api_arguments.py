@@ -17,7 +17,6 @@ from delta_pyspark.exceptions import (
     DeltaIllegalArgumentException,
     DeltaTableNotFoundError,
     DeltaTypeError,
-    DeltaUnsupportedOperationException,
 )
 from delta_pyspark.tables import DeltaTable
 
@@ -184,8 +183,6 @@ def test_table_builder_arguments(spark: Any, tmp_path: Path) -> None:
             call()
         assert str(err.value).startswith(message)
         assert isinstance(err.value, DeltaTypeError)
-    with pytest.raises(DeltaUnsupportedOperationException, match="generatedAlwaysAs"):
-        builder.addColumn("g", "int", generatedAlwaysAs="1")
     assert not Path(location).exists()
     created = builder.addColumn("a", "int").partitionedBy(["a"]).property("k", "v").execute()
     assert created.detail().first().partitionColumns == ["a"]

@@ -157,16 +157,6 @@ def test_invalid_generated_columns_are_refused(
     assert not os.path.exists(os.path.join(path, "_delta_log"))
 
 
-def test_identity_generators_stay_refused(spark: Any) -> None:
-    class Identity:
-        start, step = 1, 1
-
-    from delta_pyspark.exceptions import DeltaUnsupportedOperationException
-
-    with pytest.raises(DeltaUnsupportedOperationException, match="generatedAlwaysAs"):
-        DeltaTable.create(spark).addColumn("id", "BIGINT", generatedAlwaysAs=Identity())
-
-
 def test_writes_compute_missing_values(spark: Any, tmp_path: Path) -> None:
     path = str(tmp_path / "t")
     _events(spark, path)
