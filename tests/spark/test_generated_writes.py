@@ -14,6 +14,7 @@ from typing import Any
 import deltalake
 import pyarrow as pa
 import pytest
+from pyspark.sql import functions as F
 
 from delta_pyspark import scan_report
 from delta_pyspark.exceptions import GeneratedColumnError, InvariantViolationError
@@ -208,6 +209,12 @@ def test_mismatching_values_are_refused(spark: Any, tmp_path: Path) -> None:
     # an explicit NULL is a value too (only a column left out is computed)
     with pytest.raises(InvariantViolationError, match=" - d : null"):
         spark.sql(f"INSERT INTO delta.`{path}` VALUES (TIMESTAMP '2020-01-05 00:00:00', NULL, 3)")
+    # so is a DataFrame's NULL column, however it is built
+    explicit = spark.createDataFrame([(TS(2020, 1, 6), 4)], "ts timestamp, v int").select(
+        "ts", F.lit(None).cast("date").alias("d"), "v"
+    )
+    with pytest.raises(InvariantViolationError, match=" - d : null"):
+        explicit.write.format("delta").mode("append").save(path)
     assert _version(path) == 1 and _rows(spark, path) == before
 
 

@@ -148,35 +148,17 @@ def checks(schema: StructType, protocol: Protocol | None) -> list[tuple[str, str
     ]
 
 
-def missing(schema: StructType, protocol: Protocol | None, df: DataFrame) -> list[str]:
-    """The generated columns of the table that ``df`` (a write's data) leaves out: absent,
-    or the NULL Spark's analyzer puts for a column an INSERT's column list leaves out (an
-    explicit NULL is a value, which the write's check then refuses)."""
+def missing(
+    schema: StructType, protocol: Protocol | None, df: DataFrame, omitted: set[str]
+) -> list[str]:
+    """The generated columns of the table that ``df`` (a write's data) leaves out: absent, or
+    in ``omitted`` (lower case: left out of an INSERT's column list, where Spark puts a NULL).
+    An explicit NULL is a value, which the write's check then refuses."""
     generated = generation_expressions(schema, protocol)
     if not generated:
         return []
-    given = {c.lower() for c in df.columns} - _defaulted(df)
+    given = {c.lower() for c in df.columns} - omitted
     return [n for n in generated if n.lower() not in given]
-
-
-def _defaulted(df: DataFrame) -> set[str]:
-    """Columns (lower case) the top projection of ``df``'s plan sets to a bare NULL literal:
-    what an INSERT with a column list gets for the columns it does not name."""
-    from delta_pyspark.spark.integration import java_frame
-
-    plan = java_frame(df).queryExecution().analyzed()
-    if plan.getClass().getSimpleName() != "Project":
-        return set()
-    out = set()
-    items = plan.projectList()
-    for i in range(items.size()):
-        item = items.apply(i)
-        if item.getClass().getSimpleName() != "Alias":
-            continue
-        child = item.child()
-        if child.getClass().getSimpleName() == "Literal" and child.value() is None:
-            out.add(str(item.name()).lower())
-    return out
 
 
 def fill_missing(df: DataFrame, schema: StructType, names: Sequence[str]) -> DataFrame:

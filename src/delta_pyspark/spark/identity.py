@@ -29,9 +29,6 @@ from delta_pyspark.spark.integration import helper_class, new_object
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
-# An INSERT's columns left out of its column list (see DeltaWrites.java), U+0001-separated.
-OMITTED_COLUMNS_OPTION = "__delta_omitted_columns"
-
 
 def identity_values(spark: SparkSession, info: IdentityInfo) -> Column:
     """The generated values of one identity column (``IdentityValues.java``)."""
@@ -47,19 +44,18 @@ def with_identity_values(
     df: DataFrame,
     schema: StructType,
     partition_columns: Sequence[str],
-    options: Mapping[str, str],
+    omitted: set[str],
     creating: bool = False,
 ) -> tuple[DataFrame, list[str]]:
     """``df`` with values for the identity columns it does not give, after delta-spark's
     checks (definitions; no values for a GENERATED ALWAYS column); and those columns' names.
-    ``options``: the write's (an INSERT's omitted columns count as not given); ``creating``:
-    the write only creates the table (``df`` is the declared columns, without rows)."""
+    ``omitted``: the columns (lower case) an INSERT's column list left out, which count as
+    not given; ``creating``: the write only creates the table (``df`` is the declared
+    columns, without rows)."""
     check_definitions(schema, partition_columns)
     columns = identity_columns(schema)
     if not columns or creating:
         return df, []
-    lowered = {k.lower(): v for k, v in options.items()}
-    omitted = {c.lower() for c in lowered.get(OMITTED_COLUMNS_OPTION, "").split("\x01") if c}
     given = [c for c in df.columns if c.lower() not in omitted]
     check_explicit_insert(schema, given)
     names = {c.lower() for c in given}

@@ -72,6 +72,10 @@ DECLARED_SCHEMA_OPTION = "__delta_declared_schema"
 # A statement's TBLPROPERTIES (a JSON object): user keys are kept too, where options of a
 # write only ever give ``delta.*`` properties.
 PROPERTIES_OPTION = "__delta_properties"
+# The columns an INSERT's column list leaves out (Spark fills them with a bare NULL; see
+# DeltaWrites.java), U+0001-separated: identity and generated columns left out get their
+# values, where a NULL written explicitly is a value.
+OMITTED_COLUMNS_OPTION = "__delta_omitted_columns"
 _MODES = {"append", "overwrite", "error", "errorifexists", "ignore", "default"}
 
 
@@ -105,6 +109,11 @@ class WriteRequest:
                 if k != CATALOG_PROPERTY
             }
         return {canonical_key(k): str(v) for k, v in self.options.items() if is_delta_key(k)}
+
+    @property
+    def omitted_columns(self) -> set[str]:
+        """The columns (lower case) an INSERT's column list left out."""
+        return {c.lower() for c in (self.opt(OMITTED_COLUMNS_OPTION) or "").split("\x01") if c}
 
 
 def _session_defaults(spark: SparkSession) -> dict[str, str]:
@@ -185,10 +194,9 @@ def write_delta(
     )
     checks = check_constraints(metadata.configuration)
     creating = request.opt(OPERATION_OPTION) == "CREATE TABLE"
-    df, generated = with_identity_values(
-        df, schema, metadata.partition_columns, request.options, creating
-    )
-    computed = generated_columns.missing(schema, txn.protocol, df)
+    omitted = request.omitted_columns
+    df, generated = with_identity_values(df, schema, metadata.partition_columns, omitted, creating)
+    computed = generated_columns.missing(schema, txn.protocol, df, omitted)
     aligned = generated_columns.fill_missing(_align(df, schema), schema, computed)
     generation_checks = generated_columns.checks(schema, txn.protocol)
     guarded = enforce_constraints(aligned, schema, checks, generation_checks)

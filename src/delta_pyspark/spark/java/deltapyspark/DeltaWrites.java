@@ -60,8 +60,8 @@ public final class DeltaWrites extends Rule {
 
   /**
    * Option naming the columns an INSERT with a column list left out (Spark fills them with a
-   * bare null literal), separated by U+0001: an identity column left out gets generated values,
-   * where a null written explicitly is a value.
+   * bare null literal), separated by U+0001: an identity or generated column left out gets its
+   * values, where a null written explicitly is a value.
    */
   static final String OMITTED_COLUMNS_OPTION = "__delta_omitted_columns";
 
