@@ -22,6 +22,8 @@ def main(source: str, sink: str, checkpoint: str, drain: bool) -> None:
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "1")
         .config("spark.driver.memory", "1g")
+        # A short-lived JVM: skip C2 compilation and parallel GC threads (2-core machines).
+        .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
     ).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     writer = (

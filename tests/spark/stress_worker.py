@@ -42,6 +42,8 @@ def main(path: str, worker: int, workers: int, ops: int, seed: int, out: str) ->
         .config("spark.sql.shuffle.partitions", "1")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.memory", "1g")
+        # A short-lived JVM: skip C2 compilation and parallel GC threads (2-core machines).
+        .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
     ).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     spark.range(1).count()  # warm up the JVM before the race

@@ -166,6 +166,8 @@ builder = (
     SparkSession.builder.master("local[1]")
     .config("spark.ui.enabled", "false")
     .config("spark.sql.warehouse.dir", root + "/warehouse")
+    # A short-lived JVM: skip C2 compilation and parallel GC threads (2-core machines).
+    .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
     .config(
         "spark.hadoop.javax.jdo.option.ConnectionURL",
         "jdbc:derby:;databaseName=" + root + "/metastore_db;create=true",

@@ -28,7 +28,7 @@ from delta_pyspark.core.delta_log import DeltaLog
 ROWS = 12
 PARTS = 3
 THREAD_WRITERS = 4
-PROCESS_WRITERS = 4
+PROCESS_WRITERS = 2
 THREAD_ROUNDS = 2
 MIXED_ROUNDS = 1
 SEED = 0  # the writer id of the write that creates each table (version 0)
@@ -199,7 +199,7 @@ def test_threads_in_one_application_append_concurrently(
 def test_processes_and_threads_append_concurrently(
     spark: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """8 writers at once: 4 OS processes (a SparkSession each) and 4 threads of this
+    """6 writers at once: 2 OS processes (a SparkSession each) and 4 threads of this
     application, every one appending to a partitioned and an unpartitioned table."""
     tables = {True: str(tmp_path / "partitioned"), False: str(tmp_path / "unpartitioned")}
     for partitioned, path in tables.items():

@@ -417,19 +417,19 @@ def test_five_merges_into_the_same_row_one_commits(spark: Any, tmp_path: Path) -
     assert _rows(spark, path) == _expected(range(40), lambda i: 1000 + w if i == 7 else i * 10)
 
 
-def test_hundred_concurrent_deletes_of_disjoint_rows_all_commit(spark: Any, tmp_path: Path) -> None:
+def test_forty_concurrent_deletes_of_disjoint_rows_all_commit(spark: Any, tmp_path: Path) -> None:
     path = str(tmp_path / "t")
-    _make(spark, path, n=2000, files=2)
+    _make(spark, path, n=800, files=2)
     log = DeltaLog(path)
     start = log.snapshot().version
 
     def delete(i: int) -> None:  # ids i*20 .. i*20+9: ten rows of one of the two files
         DeltaTable.forPath(spark, path).delete(f"id >= {i * 20} AND id < {i * 20 + 10}")
 
-    outcomes = _outcomes(delete, 100)
+    outcomes = _outcomes(delete, 40)
     assert [e for e in outcomes if e is not None] == []
-    assert log.snapshot().version == start + 100
-    survivors = [i for i in range(2000) if i % 20 >= 10]
+    assert log.snapshot().version == start + 40
+    survivors = [i for i in range(800) if i % 20 >= 10]
     assert _rows(spark, path) == _expected(survivors)
     files = log.snapshot().files.to_pylist()
     assert len(files) == 2

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from commit_hooks import before_commit
 
@@ -85,6 +86,11 @@ def _paths_by_partition(files: pa.Table) -> dict[tuple, set[str]]:
     ):
         out.setdefault(tuple(sorted(pv or [])), set()).add(path)
     return out
+
+
+def _ids(path: str, rel: str) -> list[int]:
+    """The ``id`` column of one data file, in file order."""
+    return pq.read_table(os.path.join(path, rel), columns=["id"]).column("id").to_pylist()
 
 
 def _metrics(df: Any) -> Any:
@@ -254,10 +260,7 @@ def test_each_bin_becomes_its_own_file(spark: Any, tmp_path: Path, conf: Any) ->
     bins = pack_bins(snapshot.files, max_bin_size=target)
     assert len(bins) >= 6
     old_paths = snapshot.files.column("path").to_pylist()
-    ids_of = {
-        rel: {r.id for r in spark.read.parquet(os.path.join(path, rel)).select("id").collect()}
-        for rel in old_paths
-    }
+    ids_of = {rel: set(_ids(path, rel)) for rel in old_paths}
     expected = sorted(sorted(set().union(*(ids_of[old_paths[i]] for i in b.rows))) for b in bins)
 
     m = _metrics(DeltaTable.forPath(spark, path).optimize().executeCompaction()).metrics
@@ -267,20 +270,13 @@ def test_each_bin_becomes_its_own_file(spark: Any, tmp_path: Path, conf: Any) ->
     new = DeltaLog(path).snapshot().files
     added = set(new.column("path").to_pylist()) - set(old_paths)
     assert len(added) == len(bins)
-    got = sorted(
-        sorted(r.id for r in spark.read.parquet(os.path.join(path, rel)).select("id").collect())
-        for rel in added
-    )
+    got = sorted(sorted(_ids(path, rel)) for rel in added)
     assert got == expected
     # rows keep their order inside a bin: file by file, then position in the file
     first_bin = bins[0]
-    ordered = [
-        r.id
-        for i in first_bin.rows
-        for r in spark.read.parquet(os.path.join(path, old_paths[i])).select("id").collect()
-    ]
+    ordered = [i for row in first_bin.rows for i in _ids(path, old_paths[row])]
     for rel in added:
-        ids = [r.id for r in spark.read.parquet(os.path.join(path, rel)).select("id").collect()]
+        ids = _ids(path, rel)
         if set(ids) == set(ordered):
             assert ids == ordered
             break

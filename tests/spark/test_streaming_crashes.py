@@ -14,7 +14,7 @@ from typing import Any
 
 from delta_pyspark.core.delta_log import DeltaLog
 
-KILLS = 10
+KILLS = 4
 FILES = 40
 
 

@@ -19,7 +19,7 @@ from typing import Any
 from delta_pyspark.core.delta_log import DeltaLog
 
 WORKERS = 3
-OPS = 6
+OPS = 4
 TYPED = {
     "ConcurrentAppendException",
     "ConcurrentDeleteReadException",
