@@ -6,8 +6,8 @@ Execution, in the spirit of delta-spark's:
    and kept as rows, which is cheaper than building a columnar cache), each row tagged
    with an id, so a non-deterministic source yields the same rows to every step and
    the commit. One aggregation over it gives its row count, the range of its join
-   keys and whether those keys are unique (a second, tiny job collects the keys of a
-   source of at most ``_MAX_KEY_SET`` rows).
+   keys and, unless the table has deletion vectors, whether those keys are unique (a
+   second, tiny job collects the keys of a source of at most ``_MAX_KEY_SET`` rows).
 2. Candidate target files: the merge condition's target-only conjuncts plus the
    range (or set) of source join keys prune files by partition values and stats.
    The same predicate is the transaction's read predicate, so merges on disjoint
@@ -16,10 +16,12 @@ Execution, in the spirit of delta-spark's:
    clause that applies. One aggregated job gives the files to rewrite, the
    per-clause row counts and whether a target row matched several source rows
    (unique source keys make each matched pair a distinct target row, so the
-   per-row aggregation is skipped). Without not-matched-by-source clauses the
-   matched pairs are persisted: the source ids in them are exactly the source rows
-   that match, and with deletion vectors (or a positional rewrite, below) they carry
-   the updated rows' new values and the changed rows' positions are collected.
+   per-row aggregation is skipped; with deletion vectors it is skipped too, and a
+   position repeated among the collected ones sends phase 1 back to it). Without
+   not-matched-by-source clauses the matched pairs are persisted: the source ids in
+   them are exactly the source rows that match, and with deletion vectors (or a
+   positional rewrite, below) they carry the updated rows' new values and the changed
+   rows' positions are collected.
 4. Copy-on-write: rewrite only touched files. Their unchanged rows are read without
    the changed rows' positions when the source is much smaller than the candidate
    files (``_keeps_rows_by_position``), else the files are left-outer-joined with the
@@ -139,8 +141,13 @@ class MergeCommand(
             if any(c.when != "notMatched" for c in self.clauses):
                 txn.check_data_removable()
             plan = self._plan_for(snapshot, src)
+            dv_enabled = deletion_vectors_enabled(snapshot)
             keys = self._join_keys(snapshot, src, plan)
-            summary = self._summarise_source(src, keys, prune=not self.by_source)
+            # phase 1 with deletion vectors collects the matched rows' positions, which show
+            # a target row matched twice: the source's keys need no uniqueness check
+            summary = self._summarise_source(
+                src, keys, prune=not self.by_source, check_unique=not dv_enabled
+            )
             self.broadcast_source = _broadcastable(self.spark, src)
             candidates = self._candidates(txn, snapshot, plan, keys, summary)
             txn.read_files(candidates)

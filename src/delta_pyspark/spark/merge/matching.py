@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_pyspark.core.schema import StructType
@@ -60,7 +61,7 @@ class _Matching:
         src: DataFrame,
         candidates: Any,
         positions: bool,
-        unique: bool,
+        unique: bool | None,
         cached: list[DataFrame],
     ) -> _Matches:
         """Phase 1: join the candidate files with the source; one aggregated job gives the
@@ -69,7 +70,10 @@ class _Matching:
         join keys are unique). Without not-matched-by-source clauses the matched pairs are
         persisted: the insert step takes the unmatched source ids from them. ``positions``
         also collects the changed rows' positions and keeps the updated rows' new values
-        in the pairs, to be written straight from them."""
+        in the pairs, to be written straight from them. ``unique`` None (not checked,
+        ``positions`` only): the pairs are taken for distinct target rows and the matched
+        rows' positions collected too; if one repeats, phase 1 runs again as for a source
+        with repeated keys."""
         from pyspark import StorageLevel
         from pyspark.sql import functions as F
 
@@ -98,21 +102,14 @@ class _Matching:
             joined = joined.persist(StorageLevel.MEMORY_AND_DISK)
             cached.append(joined)
             found.pairs = joined
-        if unique:  # one source row per matched target row: the pairs are the rows
-            rows = joined.select(
-                F.col(FILE_PATH),
-                F.col(ROW_INDEX),
-                F.when(present, F.lit(1)).otherwise(F.lit(0)).alias("n"),
-                action.alias("a"),
-            )
-        else:
-            rows = joined.groupBy(FILE_PATH, ROW_INDEX).agg(
-                F.count(_SOURCE_MARK).alias("n"), F.min(action).alias("a")
-            )
-        aggs = [F.count(F.lit(1)).alias("rows"), F.max("n").alias("maxn")]
-        if positions:  # of the rows a clause changes
-            aggs.append(F.collect_list(F.when(F.col("a") != COPY, F.col(ROW_INDEX))).alias("ids"))
-        summary = rows.groupBy(FILE_PATH, "a", (F.col("n") > 0).alias("m")).agg(*aggs).toArrow()
+        if unique is None and not positions:
+            unique = False  # no positions to find a repeat in: count matches per row
+        summary = _summarise(joined, present, action, unique, positions)
+        if unique is None and _repeats(summary):  # a target row matched twice
+            if found.pairs is not None:
+                cached.remove(found.pairs)
+                found.pairs.unpersist()
+            return self._find_matches(snapshot, schema, src, candidates, positions, False, cached)
         for r in summary.select([FILE_PATH, "a", "m", "rows", "maxn"]).to_pylist():
             found.counts[r["a"]] = found.counts.get(r["a"], 0) + int(r["rows"])
             found.multiple = found.multiple or int(r["maxn"]) > 1
@@ -128,9 +125,8 @@ class _Matching:
                 "row matches at most one source row."
             )
         if positions:
-            ids = summary.column("ids").combine_chunks()
-            uris = pc.take(summary.column(FILE_PATH), pc.list_parent_indices(ids))
-            found.changed = rows_by_file(snapshot, candidates, uris, pc.list_flatten(ids))
+            uris, ids = _positions(summary.filter(pc.not_equal(summary.column("a"), COPY)))
+            found.changed = rows_by_file(snapshot, candidates, uris, ids)
         return found
 
     def _unconditional_delete_only(self) -> bool:
@@ -139,3 +135,49 @@ class _Matching:
             and self.matched[0].action == "delete"
             and self.matched[0].condition is None
         )
+
+
+def _summarise(
+    joined: DataFrame,
+    present: SparkColumn,
+    action: SparkColumn,
+    unique: bool | None,
+    positions: bool,
+) -> pa.Table:
+    """Phase 1's aggregated job: per file, clause and matched or not, the target rows, the
+    most source rows one matched, and with ``positions`` the rows' positions (of the rows a
+    clause changes; of all matched rows too when ``unique`` is None)."""
+    from pyspark.sql import functions as F
+
+    if unique is not False:  # one source row per matched target row: the pairs are the rows
+        rows = joined.select(
+            F.col(FILE_PATH),
+            F.col(ROW_INDEX),
+            F.when(present, F.lit(1)).otherwise(F.lit(0)).alias("n"),
+            action.alias("a"),
+        )
+    else:
+        rows = joined.groupBy(FILE_PATH, ROW_INDEX).agg(
+            F.count(_SOURCE_MARK).alias("n"), F.min(action).alias("a")
+        )
+    aggs = [F.count(F.lit(1)).alias("rows"), F.max("n").alias("maxn")]
+    if positions:
+        kept = F.col("a") != COPY
+        if unique is None:
+            kept = kept | (F.col("n") > 0)
+        aggs.append(F.collect_list(F.when(kept, F.col(ROW_INDEX))).alias("ids"))
+    return rows.groupBy(FILE_PATH, "a", (F.col("n") > 0).alias("m")).agg(*aggs).toArrow()
+
+
+def _positions(summary: pa.Table) -> tuple[pa.Array, pa.Array]:
+    """(file URI, row position) of each position the ``ids`` lists of ``summary`` hold."""
+    ids = summary.column("ids").combine_chunks()
+    return pc.take(summary.column(FILE_PATH), pc.list_parent_indices(ids)), pc.list_flatten(ids)
+
+
+def _repeats(summary: pa.Table) -> bool:
+    """Whether a position repeats among the matched rows' (one file's rows matched by
+    several source rows)."""
+    uris, ids = _positions(summary.filter(summary.column("m")))
+    pairs = pa.table({"uri": uris, "row": ids})
+    return pairs.group_by(["uri", "row"]).aggregate([]).num_rows < pairs.num_rows
