@@ -574,37 +574,43 @@ def _ranged_table(spark: Any, path: str, dv: bool) -> None:
         writer.mode("append").save(path)
 
 
-@pytest.mark.parametrize("dv", [False, True], ids=["copy-on-write", "deletion-vectors"])
+@pytest.mark.parametrize(
+    "dv, padding",
+    [(False, 20), (False, 0), (True, 0)],
+    ids=["copy-on-write-join", "copy-on-write-by-position", "deletion-vectors"],
+)
 def test_merge_row_matched_twice_fails_whatever_the_clauses_do(
-    spark: Any, tmp_path: Path, dv: bool
+    spark: Any, tmp_path: Path, dv: bool, padding: int
 ):
     """Two source rows match target row 5, and only one pair meets the update's condition:
-    the merge still fails. With deletion vectors the source's keys are not checked for
-    uniqueness; the repeat shows among the matched rows' positions, and the matches
-    persisted on the way are freed."""
+    the merge still fails. The source's keys are not checked for uniqueness: the join path
+    (a source of over a quarter of the candidate files' rows: ``padding`` unmatched ones)
+    counts the matches per target row, the positional and deletion-vector paths find the repeat
+    among the matched rows' positions and free the matches persisted on the way."""
     path = str(tmp_path / "t")
     _ranged_table(spark, path, dv)
     version = DeltaLog(path).snapshot().version
     persisted = set(spark.sparkContext._jsc.getPersistentRDDs().keySet())
-    src = [(5, 55, "upd", "a"), (5, -1, "skip", "a"), (7, 77, "upd", "a")]
+    src = [(5, 55, "upd", "a"), (5, -1, "skip", "a")]
+    src += [(100 + i, 0, "unmatched", "b") for i in range(padding)]
     with pytest.raises(DeltaUnsupportedOperationException, match="several source rows matched"):
         _merge(spark, path, src).whenMatchedUpdate("s.v > 0", {"v": "s.v"}).execute()
     assert DeltaLog(path).snapshot().version == version
     assert set(spark.sparkContext._jsc.getPersistentRDDs().keySet()) == persisted
     # an unconditional delete may match a row twice: it is deleted once
     result = _merge(spark, path, src).whenMatchedDelete().execute()
-    assert _counts(result) == (2, 0, 2, 0)
+    assert _counts(result) == (1, 0, 1, 0)
     m = _last(path)["operationMetrics"]
-    assert (m["numTargetRowsDeleted"], m["numTargetFilesRemoved"]) == (2, 0 if dv else 1)
+    assert (m["numTargetRowsDeleted"], m["numTargetFilesRemoved"]) == (1, 0 if dv else 1)
     expected = [(i, i * 10, f"s{i}", "a" if i < 20 else "b") for i in range(40)]
-    assert _rows(spark, path) == _model([r for r in expected if r[0] not in (5, 7)])
+    assert _rows(spark, path) == _model([r for r in expected if r[0] != 5])
 
 
 @pytest.mark.parametrize("dv", [False, True], ids=["copy-on-write", "deletion-vectors"])
 @pytest.mark.parametrize("unique", [True, False], ids=["unique-keys", "duplicate-keys"])
 def test_merge_metrics_exact(spark: Any, tmp_path: Path, dv: bool, unique: bool):
-    """Every clause kind at once; with duplicate source keys (matching no target row) the
-    merge takes the per-target-row aggregation path, with unique keys the one-level one."""
+    """Every clause kind at once, with unique source keys and with a repeated key that
+    matches no target row (counted once per target row all the same)."""
     path = str(tmp_path / "t")
     _ranged_table(spark, path, dv)
     src = [

@@ -70,10 +70,10 @@ class _Matching:
         join keys are unique). Without not-matched-by-source clauses the matched pairs are
         persisted: the insert step takes the unmatched source ids from them. ``positions``
         also collects the changed rows' positions and keeps the updated rows' new values
-        in the pairs, to be written straight from them. ``unique`` None (not checked,
-        ``positions`` only): the pairs are taken for distinct target rows and the matched
-        rows' positions collected too; if one repeats, phase 1 runs again as for a source
-        with repeated keys."""
+        in the pairs, to be written straight from them. ``unique`` None (not checked): with
+        ``positions`` the pairs are taken for distinct target rows and the matched rows'
+        positions collected too, and if one repeats phase 1 runs again as for a source
+        with repeated keys; without, the pairs are counted per target row."""
         from pyspark import StorageLevel
         from pyspark.sql import functions as F
 
