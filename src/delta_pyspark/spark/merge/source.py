@@ -39,7 +39,7 @@ class _Source:
         src: DataFrame,
         keys: list[tuple[str, SparkColumn]],
         prune: bool,
-        check_unique: bool = True,
+        check_unique: bool,
     ) -> _SourceSummary:
         """Count the (checkpointed) source rows, with the keys' min/max and (with
         ``check_unique``) whether the key tuples are unique, in one Spark job; a second
