@@ -4,6 +4,7 @@ nothing behind (issue: untrusted logs and paths)."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ import pytest
 
 from delta_pyspark.core.delta_log import DeltaLog, clear_log_cache
 from delta_pyspark.exceptions import DeltaAnalysisException, UnsupportedTableFeatureError
+from delta_pyspark.spark.scan import DeltaFileNotFoundError
 from delta_pyspark.tables import DeltaTable
 
 # File names a glob would expand, with decoys that the pattern would match instead.
@@ -86,6 +88,36 @@ def test_dml_on_files_with_glob_characters(spark: Any, tmp_path: Path, name: str
     assert _ids(table.toDF()) == [0, 1, 2, 3, 6, 7, 8, 50]
     for decoys in GLOB_NAMES[name]:
         assert (root / decoys).exists()  # untouched: never part of the table
+
+
+@pytest.mark.parametrize("operation", ["delete", "update", "merge", "optimize"])
+def test_dml_on_a_data_file_removed_by_hand_is_refused_by_name(
+    spark: Any, tmp_path: Path, operation: str
+) -> None:
+    """The scans of DML take their listing from the log, not from storage: a file the log
+    names but storage lacks is a ``DeltaFileNotFoundError`` naming it, before any job, and
+    nothing is committed."""
+    root = tmp_path / "t"
+    _table(spark, root, dvs=False)
+    log = DeltaLog(str(root))
+    (second,) = set(_log_paths(log, 1)) - set(_log_paths(log, 0))
+    (root / second).unlink()
+    table = DeltaTable.forPath(spark, str(root))
+    with pytest.raises(DeltaFileNotFoundError, match=re.escape(second)):
+        if operation == "delete":
+            table.delete("id = 4")
+        elif operation == "update":
+            table.update("id = 4", {"id": "40"})
+        elif operation == "merge":
+            source = spark.range(4, 5).selectExpr("id", "'x' AS s")
+            table.alias("t").merge(source.alias("u"), "t.id = u.id").whenMatchedDelete().execute()
+        else:
+            table.optimize().executeCompaction()
+    assert DeltaLog(str(root)).snapshot().version == 2
+
+
+def _log_paths(log: DeltaLog, version: int) -> list[str]:
+    return log.snapshot(version).files.column("path").to_pylist()
 
 
 def _data_files(root: Path) -> set[str]:

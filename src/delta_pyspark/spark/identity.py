@@ -24,7 +24,7 @@ from delta_pyspark.core.identity_columns import (
 )
 from delta_pyspark.core.schema import StructType
 from delta_pyspark.core.transaction import Transaction
-from delta_pyspark.spark.integration import helper_class, new_object
+from delta_pyspark.spark.integration import required_helper
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -34,9 +34,7 @@ def identity_values(spark: SparkSession, info: IdentityInfo) -> Column:
     """The generated values of one identity column (``IdentityValues.java``)."""
     from pyspark.sql import Column as SparkColumn
 
-    values = helper_class(spark, "deltapyspark.IdentityValues")
-    if values is None:
-        new_object(spark, "deltapyspark.IdentityValues")  # raises the missing-helper error
+    values = required_helper(spark, "deltapyspark.IdentityValues")
     return SparkColumn(values.column(info.next_value, info.step))
 
 

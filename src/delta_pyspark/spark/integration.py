@@ -483,16 +483,21 @@ def helper_class(spark: SparkSession, class_name: str) -> Any | None:
 
 def new_object(spark: SparkSession, class_name: str) -> Any:
     """A new instance of helper class ``class_name`` in the session's JVM."""
+    return required_helper(spark, class_name)()
+
+
+def required_helper(spark: SparkSession, class_name: str) -> Any:
+    """Helper class ``class_name`` in the session's JVM, which Delta scans and writes need."""
     cls = helper_class(spark, class_name)
     if cls is None:
         raise DeltaJvmExtensionError(
             f"this SparkSession lacks delta-pyspark's JVM helper ({class_name}), which reading "
-            "tables with deletion vectors needs: build the session with "
+            "and writing Delta tables needs: build the session with "
             "delta_pyspark.configure_spark_with_delta(builder).getOrCreate(): it adds the "
             "helper jar to spark.jars before the JVM starts (a later spark.jars setting on "
             "the builder must keep it)"
         )
-    return cls()
+    return cls
 
 
 def deleted_rows(spark: SparkSession, vectors: Iterable[tuple[str, BitMap64]]) -> Any:

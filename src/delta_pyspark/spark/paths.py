@@ -2,27 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from urllib.parse import quote
 
 # Characters java.net.URI leaves unescaped in a path (unreserved, punct, '/').
 _URI_SAFE = frozenset(
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.!~*'()/;:@&=+$,"
 )
-
-
-_GLOB_CHARS = re.compile(r"([\\\[\]{}*?])")
-
-
-def glob_literal(local_path: str) -> str:
-    """``local_path`` as a Hadoop glob pattern that matches only that file.
-
-    ``spark.read.parquet(path)`` expands ``*?[]{}`` in a path (a logged file named
-    ``f[12].parquet`` read ``f1.parquet`` and ``f2.parquet`` instead), and Spark 4.0's option
-    to turn globbing off repeats every path of the read once per such path. Escaping the
-    pattern characters keeps Spark's own listing and reads exactly the named file.
-    """
-    return _GLOB_CHARS.sub(r"\\\1", local_path)
 
 
 def spark_file_uri(local_path: str) -> str:

@@ -26,6 +26,7 @@ from pyroaring import BitMap64
 
 from delta_pyspark.core.column_mapping import column_mapping_mode, physical_name, to_physical_schema
 from delta_pyspark.core.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
+from delta_pyspark.core.log_store import log_store_for
 from delta_pyspark.core.partition_values import hive_partition_path, parse_partition_value
 from delta_pyspark.core.schema import BINARY, DOUBLE, FLOAT, LONG, StructField, StructType
 from delta_pyspark.core.snapshot import Snapshot
@@ -35,13 +36,13 @@ from delta_pyspark.exceptions import DeltaError
 from delta_pyspark.spark.integration import (
     classic_session,
     deleted_rows,
-    helper_class,
     java_frame,
     jvm,
     python_frame,
+    required_helper,
     sql_conf,
 )
-from delta_pyspark.spark.paths import glob_literal, spark_file_uri
+from delta_pyspark.spark.paths import spark_file_uri
 from delta_pyspark.spark.types import to_spark_type
 
 if TYPE_CHECKING:
@@ -191,8 +192,9 @@ def _read(
     row_index: bool,
     row_reader: bool = False,
 ) -> DataFrame:
-    """Spark's Parquet scan of ``paths`` (of ``files``), packed into even tasks
-    (``_even_tasks``); ``row_index`` adds each row's position in its file.
+    """Spark's Parquet scan of ``paths`` (of ``files``), listed as the log lists them (the
+    JVM helper's ``FileScans.parquet``: no glob patterns, no listing of storage) and packed
+    into even tasks (``_even_tasks``); ``row_index`` adds each row's position in its file.
 
     The position is Spark's reserved ``_tmp_metadata_row_index`` read field (what
     ``_metadata.row_index`` is built on): reading it directly avoids building the
@@ -205,32 +207,44 @@ def _read(
         from pyspark.sql.types import StructType as SparkStruct
 
         schema = SparkStruct([*schema.fields, SparkField(_SPARK_ROW_INDEX, LongType())])
-    reader = spark.read.schema(schema)
-    if base is not None:
-        reader = reader.option("basePath", base)
-    try:
-        df = reader.parquet(*map(glob_literal, paths))
-        if row_reader:  # Spark's vectorized reader refuses integers read as decimals
-            scans = helper_class(spark, "deltapyspark.FileScans")
-            if scans is not None:
-                conf = "spark.sql.parquet.enableVectorizedReader"
-                df = python_frame(scans.withConf(java_frame(df), conf, "false"), spark)
-        return _even_tasks(spark, df, files.column("size"))
-    except Exception as e:  # AnalysisException [PATH_NOT_FOUND] names the file
-        if "PATH_NOT_FOUND" in str(e) or "does not exist" in str(e):
-            raise DeltaFileNotFoundError(
-                f"a data file of the table is missing from storage ({e}). It was probably "
-                "deleted by VACUUM or by hand; restore it or time travel to a version "
-                "that does not reference it."
-            ) from None
-        raise
+    store = log_store_for(paths[0])
+    missing = next((p for p in paths if not store.exists(p)), None)
+    if missing is not None:
+        raise DeltaFileNotFoundError(
+            f"{missing}, a data file of the table, is missing from storage. It was probably "
+            "deleted by VACUUM or by hand; restore it or time travel to a version that does "
+            "not reference it."
+        )
+    scans = required_helper(spark, "deltapyspark.FileScans")
+    listing = np.column_stack(
+        [
+            files.column("size").to_numpy().astype("<i8"),
+            files.column("modificationTime").to_numpy().astype("<i8"),
+        ]
+    )
+    df = python_frame(
+        scans.parquet(
+            classic_session(spark),
+            "".join(f"{p}\0" for p in paths),
+            bytearray(listing.tobytes()),
+            schema.json(),
+            base,
+        ),
+        spark,
+    )
+    if row_reader:  # Spark's vectorized reader refuses integers read as decimals
+        conf = "spark.sql.parquet.enableVectorizedReader"
+        df = python_frame(scans.withConf(java_frame(df), conf, "false"), spark)
+    return _even_tasks(spark, scans, df, files.column("size"))
 
 
-def _even_tasks(spark: SparkSession, df: DataFrame, file_sizes: pa.ChunkedArray) -> DataFrame:
+def _even_tasks(
+    spark: SparkSession, scans: Any, df: DataFrame, file_sizes: pa.ChunkedArray
+) -> DataFrame:
     """``df`` (a plain scan of files of ``file_sizes`` bytes) with its files packed into a whole
-    number of waves of the cluster's task slots (``even_split_bytes``). Needs the JVM helper
-    and stays out of the way when ``spark.sql.files.minPartitionNum`` is set; else Spark's
-    packing stays.
+    number of waves of the cluster's task slots (``even_split_bytes``; ``scans``: the JVM
+    helper's ``FileScans``). Stays out of the way when ``spark.sql.files.minPartitionNum`` is
+    set.
     """
     conf = sql_conf(spark)
     if conf.filesMinPartitionNum().isDefined():
@@ -241,8 +255,7 @@ def _even_tasks(spark: SparkSession, df: DataFrame, file_sizes: pa.ChunkedArray)
         conf.filesOpenCostInBytes(),
         classic_session(spark).leafNodeDefaultParallelism(),
     )
-    scans = helper_class(spark, "deltapyspark.FileScans")
-    if split is None or scans is None:
+    if split is None:
         return df
     return python_frame(scans.withMaxSplitBytes(java_frame(df), split), spark)
 
@@ -393,8 +406,6 @@ def _apply_dvs(
     broadcast anti-join against the deleted positions, the only way in plain Spark
     expressions, made reads 2-2.5x slower than reads of the same rows without vectors.
     """
-
-    from delta_pyspark.core.log_store import log_store_for
 
     store = log_store_for(root)
     paths = files.column("path").to_pylist()
