@@ -315,7 +315,7 @@ def test_copy_on_write_merge_keeps_rows_by_position_or_by_join_alike(
 
     monkeypatch.setattr(merge_module.MergeCommand, "_unchanged_rows", spy)
     if not by_position:
-        monkeypatch.setattr(positional_module, "_POSITIONAL_MAX_SOURCE_ROWS", -1)
+        monkeypatch.setattr(positional_module, "_MAX_COLLECTED_SOURCE_ROWS", -1)
     src = spark.createDataFrame(
         [(3, -3), (5, None), (13, -13), (15, -15), (999, -999)], "id long, v long"
     )

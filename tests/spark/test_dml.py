@@ -575,18 +575,33 @@ def _ranged_table(spark: Any, path: str, dv: bool) -> None:
 
 
 @pytest.mark.parametrize(
-    "dv, padding",
-    [(False, 20), (False, 0), (True, 0)],
-    ids=["copy-on-write-join", "copy-on-write-by-position", "deletion-vectors"],
+    "dv, padding, counted",
+    [(False, 20, False), (False, 20, True), (False, 0, False), (True, 0, False)],
+    ids=[
+        "copy-on-write-join",
+        "copy-on-write-join-counted",
+        "copy-on-write-by-position",
+        "deletion-vectors",
+    ],
 )
 def test_merge_row_matched_twice_fails_whatever_the_clauses_do(
-    spark: Any, tmp_path: Path, dv: bool, padding: int
+    spark: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    dv: bool,
+    padding: int,
+    counted: bool,
 ):
     """Two source rows match target row 5, and only one pair meets the update's condition:
-    the merge still fails. The source's keys are not checked for uniqueness: the join path
-    (a source of over a quarter of the candidate files' rows: ``padding`` unmatched ones)
-    counts the matches per target row, the positional and deletion-vector paths find the repeat
-    among the matched rows' positions and free the matches persisted on the way."""
+    the merge still fails. The source's keys are not checked for uniqueness: every path
+    finds the repeat among the matched rows' positions, and frees the matches persisted on
+    the way (the join path: a source of over a quarter of the candidate files' rows, with
+    ``padding`` unmatched ones). A source too large for its positions to be collected
+    (``counted``: the bound lowered) counts the matches per target row instead."""
+    import delta_pyspark.spark.merge.command as command_module
+
+    if counted:
+        monkeypatch.setattr(command_module, "_MAX_COLLECTED_SOURCE_ROWS", -1)
     path = str(tmp_path / "t")
     _ranged_table(spark, path, dv)
     version = DeltaLog(path).snapshot().version

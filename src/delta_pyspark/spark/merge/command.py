@@ -5,9 +5,10 @@ Execution, in the spirit of delta-spark's:
 1. The source is materialised once (a local checkpoint: its rows are computed once
    and kept as rows, which is cheaper than building a columnar cache), each row tagged
    with an id, so a non-deterministic source yields the same rows to every step and
-   the commit. One aggregation over it gives its row count, the range of its join
-   keys and, with not-matched-by-source clauses, whether those keys are unique (a
-   second, tiny job collects the keys of a source of at most ``_MAX_KEY_SET`` rows).
+   the commit. Its row count and the range of its join keys are observed as it is
+   materialised; with not-matched-by-source clauses one aggregation says whether those
+   keys are unique, and a tiny job collects the keys of a source of at most
+   ``_MAX_KEY_SET`` rows.
 2. Candidate target files: the merge condition's target-only conjuncts plus the
    range (or set) of source join keys prune files by partition values and stats.
    The same predicate is the transaction's read predicate, so merges on disjoint
@@ -19,16 +20,17 @@ Execution, in the spirit of delta-spark's:
    keys skip the aggregation per target row; without them the aggregation covers the
    matched pairs only, and where positions are collected (below) a repeated position
    shows a row matched twice, so it is skipped until one does. Without
-   not-matched-by-source clauses the matched pairs are persisted: the source ids in
-   them are exactly the source rows that match, and with deletion vectors (or a
+   not-matched-by-source clauses the matched pairs are kept (a local checkpoint the
+   aggregated job fills as it reads them): the source ids in them are exactly the
+   source rows that match, and with deletion vectors (or a
    positional rewrite, below) they carry the updated rows' new values and the changed
    rows' positions are collected.
 4. Copy-on-write: rewrite only touched files. Their unchanged rows are read without
    the changed rows' positions when the source is much smaller than the candidate
    files (``_keeps_rows_by_position``), else the files are left-outer-joined with the
    source clause by clause. Deletion vectors: mark the changed rows deleted. Updated
-   rows are written from the persisted pairs when there are any. For insert clauses,
-   append the source rows whose ids did not match (without persisted pairs: the
+   rows are written from the kept pairs when there are any. For insert clauses,
+   append the source rows whose ids did not match (without kept pairs: the
    source anti-joined with the files that had matches). All of it goes to one Spark
    write and one commit.
 
@@ -53,7 +55,7 @@ from delta_pyspark.spark.conditions import condition_sql
 from delta_pyspark.spark.identity import merge_generated_columns, record_high_water_marks
 from delta_pyspark.spark.merge.changes import _Changes
 from delta_pyspark.spark.merge.clauses import MergeClause, _validate_clauses
-from delta_pyspark.spark.merge.common import _SOURCE_MARK, _union
+from delta_pyspark.spark.merge.common import _MAX_COLLECTED_SOURCE_ROWS, _SOURCE_MARK, _union
 from delta_pyspark.spark.merge.copy_on_write import _CopyOnWrite
 from delta_pyspark.spark.merge.deletion_vectors import _deletion_vector_metrics, _DeletionVectors
 from delta_pyspark.spark.merge.inserts import _Inserts
@@ -125,29 +127,29 @@ class MergeCommand(
         schema = self._target_schema(snapshot.schema)
         self.preserved = preserved_names(snapshot)
         generated = merge_generated_columns(schema, self.clauses, self.source.columns)
+        txn = Transaction(self.log, snapshot)
+        txn.check_writable()
+        if generated and records_changes(txn) and (self.matched or self.by_source):
+            raise DeltaUnsupportedOperationException(
+                "MERGE generating IDENTITY values on a table recording change data, with "
+                "update or delete clauses too, is not supported (its change data would "
+                "hold other values); run the inserts as a separate MERGE or INSERT"
+            )
+        if any(c.when != "notMatched" for c in self.clauses):
+            txn.check_data_removable()
         # Each source row gets an id (fixed once the checkpointed rows exist): phase 1 records
         # which ids matched, so the insert step need not join the target again.
-        src = self.source.withColumn(_SOURCE_MARK, F.monotonically_increasing_id())
-        src = src.localCheckpoint(eager=True)
+        marked = self.source.withColumn(_SOURCE_MARK, F.monotonically_increasing_id())
+        plan = self._plan_for(snapshot, marked)
+        keys = self._join_keys(snapshot, marked, plan)
+        src, summary = self._materialise_source(marked, keys)
         cached: list[DataFrame] = []
         try:
-            txn = Transaction(self.log, snapshot)
-            txn.check_writable()
-            if generated and records_changes(txn) and (self.matched or self.by_source):
-                raise DeltaUnsupportedOperationException(
-                    "MERGE generating IDENTITY values on a table recording change data, with "
-                    "update or delete clauses too, is not supported (its change data would "
-                    "hold other values); run the inserts as a separate MERGE or INSERT"
-                )
-            if any(c.when != "notMatched" for c in self.clauses):
-                txn.check_data_removable()
-            plan = self._plan_for(snapshot, src)
-            keys = self._join_keys(snapshot, src, plan)
             # Only an outer join (by-source clauses) makes grouping the source's keys
             # cheaper than grouping phase 1's matched pairs per target row (0.3 s of a
             # 2-4 s merge of 200k rows into 10M).
-            summary = self._summarise_source(
-                src, keys, prune=not self.by_source, check_unique=self.by_source
+            self._summarise_source(
+                src, keys, summary, prune=not self.by_source, check_unique=bool(self.by_source)
             )
             self.broadcast_source = _broadcastable(self.spark, src)
             candidates = self._candidates(txn, snapshot, plan, keys, summary)
@@ -161,7 +163,7 @@ class MergeCommand(
             metrics["numSourceRows"] = summary.rows
         finally:
             for df in reversed(cached):
-                df.unpersist()
+                _drop_checkpoint(df)
             _drop_checkpoint(src)
         metrics["executionTimeMs"] = elapsed_ms(start)
         if txn.has_changes:
@@ -214,8 +216,11 @@ class MergeCommand(
         """Find the matches, write the new files and remove or mark the old rows."""
         dv = deletion_vectors_enabled(snapshot)
         positional = not dv and self._keeps_rows_by_position(snapshot, schema, candidates, source)
+        unique = source.unique
+        if unique is None and not (dv or positional) and source.rows > _MAX_COLLECTED_SOURCE_ROWS:
+            unique = False  # too many positions to collect: count the matches per target row
         found = self._find_matches(
-            snapshot, schema, src, candidates, dv or positional, source.unique, cached
+            snapshot, schema, src, candidates, dv or positional, unique, cached
         )
         scan_ms = elapsed_ms(start)
         copied: list[DataFrame] = []  # rows of rewritten files (all of them in the join path)
@@ -236,7 +241,7 @@ class MergeCommand(
             new = self._unmatched(snapshot, src, source.rows, candidates, found)
             fresh.append(self._project(new, None, src, schema, None))
         if fresh:
-            # from the persisted pairs and source, in as many partitions as those have: as
+            # from the kept pairs and source, in as many partitions as those have: as
             # many files as task slots instead (coalescing keeps every slot busy)
             slots = self.spark.sparkContext.defaultParallelism
             copied.append(_union(fresh).coalesce(slots))

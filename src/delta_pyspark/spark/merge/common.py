@@ -19,6 +19,11 @@ COPY, DROP = -1, -2
 # (broadcast) join instead of an anti-join over every target key, and a copy-on-write
 # rewrite may keep unchanged rows by position (``_keeps_rows_by_position``).
 _SMALL_SOURCE_FACTOR = 4
+# Merges of sources up to this many rows may collect row positions (8 bytes each) on the
+# driver: of the changed rows, to read the rewritten files without them
+# (``_keeps_rows_by_position``), and of the matched rows, to find a row matched twice
+# without counting the matches per target row (``_find_matches``).
+_MAX_COLLECTED_SOURCE_ROWS = 10_000_000
 
 
 def _union(frames: list[DataFrame]) -> DataFrame:

@@ -1,5 +1,5 @@
 """Deletion vectors: mark the changed rows deleted instead of rewriting files; updated
-rows are written from the persisted phase 1 pairs."""
+rows are written from the kept phase 1 pairs."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ class _DeletionVectors:
         return deletes
 
     def _updated_rows(self, found: _Matches, schema: StructType) -> DataFrame:
-        """The new versions of updated target rows, from the persisted phase 1 pairs."""
+        """The new versions of updated target rows, from the kept phase 1 pairs."""
         from pyspark.sql import functions as F
 
         codes = [i for i, c in self._codes() if c.action == "update"]

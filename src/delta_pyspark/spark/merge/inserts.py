@@ -30,6 +30,8 @@ class _Inserts:
 
         if found.pairs is not None:  # phase 1 saw every match: drop the ids it recorded
             ids = found.pairs.select(F.col(_SOURCE_MARK).alias(_MATCHED_ID))
+            if self.broadcast_source:  # they are fewer than the source's rows
+                ids = ids.hint("broadcast")
             return src.join(ids, F.col(_SOURCE_MARK) == F.col(_MATCHED_ID), "left_anti")
         files = candidates
         if self.matched or self.by_source:  # only files with matches can stop inserts

@@ -9,7 +9,7 @@ import numpy as np
 
 from delta_pyspark.core.schema import StructType
 from delta_pyspark.core.snapshot import Snapshot
-from delta_pyspark.spark.merge.common import _SMALL_SOURCE_FACTOR
+from delta_pyspark.spark.merge.common import _MAX_COLLECTED_SOURCE_ROWS, _SMALL_SOURCE_FACTOR
 from delta_pyspark.spark.merge.matching import _Matches
 from delta_pyspark.spark.merge.source import _SourceSummary
 from delta_pyspark.spark.rewrite import live_rows
@@ -18,12 +18,6 @@ from delta_pyspark.spark.scan import file_uris
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
-
-
-# Copy-on-write merges of sources up to this many rows may collect the changed rows'
-# positions (8 bytes each) on the driver and read the rewritten files without them
-# (``_keeps_rows_by_position``); larger ones join every row of those files with the source.
-_POSITIONAL_MAX_SOURCE_ROWS = 10_000_000
 
 
 class _Positional:
@@ -41,7 +35,7 @@ class _Positional:
         4% slower)."""
         if self.by_source or schema != snapshot.schema:
             return False
-        if source.rows > _POSITIONAL_MAX_SOURCE_ROWS:
+        if source.rows > _MAX_COLLECTED_SOURCE_ROWS:
             return False
         target_rows = live_rows(candidates)
         return target_rows is not None and target_rows > _SMALL_SOURCE_FACTOR * source.rows

@@ -1,5 +1,5 @@
-"""The merge source: its materialised rows' summary (row count, key range, uniqueness),
-whether to broadcast it, and freeing its checkpoint."""
+"""The merge source: materialising it, its rows' summary (row count, key range,
+uniqueness), whether to broadcast it, and freeing its checkpoint."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ _MAX_KEY_SET = 1000
 
 @dataclass
 class _SourceSummary:
-    """What one aggregation over the source says: its row count and, per join key (in
-    ``_join_keys`` order), min, max and (small sources only) the set of values."""
+    """What the source's rows say: their count and, per join key (in ``_join_keys``
+    order), min, max and (small sources only) the set of values."""
 
     rows: int
     # no two source rows share non-null join keys, so a target row matches once; None: not
@@ -32,50 +32,64 @@ class _SourceSummary:
 
 
 class _Source:
-    """Summarising the materialised source."""
+    """Materialising and summarising the source."""
+
+    def _materialise_source(
+        self, marked: DataFrame, keys: list[tuple[str, SparkColumn]]
+    ) -> tuple[DataFrame, _SourceSummary]:
+        """``marked`` checkpointed (its rows computed once, kept as rows), with its row
+        count and the join keys' min/max observed in the same pass: a separate aggregation
+        was one more Spark job per merge (50-100 ms measured on 200k rows). The summary's
+        ``unique`` is None and ``sets`` None until ``_summarise_source``."""
+        from pyspark.sql import Observation
+        from pyspark.sql import functions as F
+
+        observed = Observation()
+        aggs = [F.count(F.lit(1)).alias("rows")]
+        for i, (_, column) in enumerate(keys):
+            aggs += [F.min(column).alias(f"min_{i}"), F.max(column).alias(f"max_{i}")]
+        src = marked.observe(observed, *aggs).localCheckpoint(eager=True)
+        row = observed.get
+        summary = _SourceSummary(
+            int(row["rows"] or 0),
+            None,
+            [row[f"min_{i}"] for i in range(len(keys))],
+            [row[f"max_{i}"] for i in range(len(keys))],
+            None,
+        )
+        return src, summary
 
     def _summarise_source(
         self,
         src: DataFrame,
         keys: list[tuple[str, SparkColumn]],
+        summary: _SourceSummary,
         prune: bool,
         check_unique: bool,
-    ) -> _SourceSummary:
-        """Count the (checkpointed) source rows, with the keys' min/max and (with
-        ``check_unique``) whether the key tuples are unique, in one Spark job; a second
-        small job collects the keys of a source of at most ``_MAX_KEY_SET`` rows. The
-        uniqueness check groups the source by its keys (0.2 s for 200k rows); without it
-        the job is one pass of partial aggregates."""
+    ) -> None:
+        """Complete ``summary`` of the (checkpointed) source: with ``check_unique``, whether
+        the key tuples are unique (a Spark job grouping the source by its keys: 0.2 s for
+        200k rows); with ``prune``, the keys of a source of at most ``_MAX_KEY_SET`` rows
+        (a small job over the checkpoint)."""
         from pyspark.sql import functions as F
 
         if not keys:
-            row = src.agg(F.count(F.lit(1)).alias("rows")).first()
-            return _SourceSummary(int(row["rows"]), False, [], [], None)
-        names = [f"k{i}" for i in range(len(keys))]
+            summary.unique = False
+            return
         if check_unique:
+            names = [f"k{i}" for i in range(len(keys))]
             per_key = src.groupBy(*[c.alias(n) for (_, c), n in zip(keys, names, strict=True)])
-            per_key = per_key.agg(F.count(F.lit(1)).alias("c"))
             present = _and_columns([F.col(n).isNotNull() for n in names])
-            aggs = [F.sum("c").alias("rows"), F.max(F.when(present, F.col("c"))).alias("dup")]
-        else:
-            per_key = src.select(*[c.alias(n) for (_, c), n in zip(keys, names, strict=True)])
-            aggs = [F.count(F.lit(1)).alias("rows")]
-        for n in names:
-            aggs += [F.min(n).alias(f"min_{n}"), F.max(n).alias(f"max_{n}")]
-        row = per_key.agg(*aggs).first()
-        rows = int(row["rows"] or 0)
-        mins = [row[f"min_{n}"] for n in names]
-        maxs = [row[f"max_{n}"] for n in names]
-        sets = None
-        if prune and 0 < rows <= _MAX_KEY_SET:  # a few rows: their keys, from the cache
+            counts = per_key.agg(F.count(F.lit(1)).alias("c"))
+            dup = counts.agg(F.max(F.when(present, F.col("c")))).first()[0]
+            # Null keys never match (``=``): their duplicates cannot make a row match twice.
+            summary.unique = (dup or 0) <= 1
+        if prune and 0 < summary.rows <= _MAX_KEY_SET:  # a few rows: their keys
             collected = src.select(*[col for _, col in keys]).collect()
-            sets = [
+            summary.sets = [
                 tuple(sorted({r[i] for r in collected if r[i] is not None}))
                 for i in range(len(keys))
             ]
-        # Null keys never match (``=``): their duplicates cannot make a row match twice.
-        unique = (row["dup"] or 0) <= 1 if check_unique else None
-        return _SourceSummary(rows, unique, mins, maxs, sets)
 
 
 def _broadcastable(spark: SparkSession, df: DataFrame) -> bool:
