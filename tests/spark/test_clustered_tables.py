@@ -221,6 +221,44 @@ def test_cluster_by_with_partition_by_is_refused(spark: Any, tmp_path: Path) -> 
     assert not (path / "_delta_log").exists()
 
 
+def test_the_clustering_feature_as_a_table_property_is_refused(spark: Any, tmp_path: Path) -> None:
+    """``delta.feature.clustering`` without CLUSTER BY would make a clustered table with no
+    ``delta.clustering`` domain: refused on every creation route and by SET TBLPROPERTIES,
+    with delta-spark's error classes, committing nothing. With CLUSTER BY it is redundant."""
+    path = tmp_path / "t"
+    prop = "'delta.feature.clustering' = 'supported'"
+    create = r"\[DELTA_CREATE_TABLE_SET_CLUSTERING_TABLE_FEATURE_NOT_ALLOWED\]"
+    with pytest.raises(DeltaAnalysisException, match=create):
+        spark.sql(f"CREATE TABLE delta.`{path}` (id BIGINT) USING delta TBLPROPERTIES ({prop})")
+    with pytest.raises(DeltaAnalysisException, match=create):
+        (
+            DeltaTable.create(spark)
+            .location(str(path))
+            .addColumn("id", "bigint")
+            .property("delta.feature.clustering", "supported")
+            .execute()
+        )
+    with pytest.raises(DeltaAnalysisException, match=create):
+        _df(spark).write.format("delta").option("delta.feature.clustering", "supported").save(
+            str(path)
+        )
+    assert not (path / "_delta_log").exists()
+
+    _df(spark).write.format("delta").save(str(path))
+    alter = r"\[DELTA_ALTER_TABLE_SET_CLUSTERING_TABLE_FEATURE_NOT_ALLOWED\]"
+    with pytest.raises(DeltaAnalysisException, match=alter):
+        spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ({prop})")
+    assert DeltaLog(str(path)).snapshot().version == 0
+    assert "clustering" not in (DeltaLog(str(path)).snapshot().protocol.writer_features or ())
+
+    clustered = str(tmp_path / "c")
+    spark.sql(
+        f"CREATE TABLE delta.`{clustered}` (id BIGINT) USING delta CLUSTER BY (id) "
+        f"TBLPROPERTIES ({prop})"
+    )
+    _assert_clustered_commit(clustered, 0, [["id"]])
+
+
 def test_append_must_name_the_tables_clustering_columns(spark: Any, tmp_path: Path) -> None:
     path = str(tmp_path / "t")
     _df(spark).write.format("delta").clusterBy("a").save(path)

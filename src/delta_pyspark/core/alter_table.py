@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 
 from delta_pyspark.core import table_properties as props
 from delta_pyspark.core.actions import Protocol
+from delta_pyspark.core.clustering import refuse_feature_property
 from delta_pyspark.core.column_mapping import PHYSICAL_NAME_KEY, column_mapping_mode
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.schema import (
@@ -47,6 +48,7 @@ def set_properties(log: DeltaLog, properties: Mapping[str, str]) -> Snapshot:
         raise DeltaIllegalArgumentException("SET TBLPROPERTIES needs at least one property")
     snapshot = log.snapshot()
     requested = props.validate_properties(properties)
+    refuse_feature_property(requested)
     _check_stats_columns(snapshot, requested)
 
     old_conf = dict(snapshot.configuration)

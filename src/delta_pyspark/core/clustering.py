@@ -38,6 +38,7 @@ DOMAIN = "delta.clustering"
 LEGACY_DOMAIN = "delta.liquid"  # delta-spark 3.0's preview ("liquid" writer feature)
 FEATURE = "clustering"
 FEATURES = frozenset({FEATURE, "domainMetadata"})
+FEATURE_PROPERTY = f"delta.feature.{FEATURE}"
 PROVIDER = "liquid"
 MAX_COLUMNS = 4  # delta-spark's clusteredTable.numClusteringColumnsLimit default
 # Spark's CatalogTable.PROP_CLUSTERING_COLUMNS: how CLUSTER BY of a table by name reaches the
@@ -215,6 +216,13 @@ def stage_clustering(
     columns, as delta-spark does. Returns the logical names the commit records as
     ``clusterBy`` (None: nothing to record)."""
     if names is None:
+        if is_clustered(txn.protocol) and (snapshot is None or not is_clustered(snapshot.protocol)):
+            raise DeltaAnalysisException(
+                "[DELTA_CREATE_TABLE_SET_CLUSTERING_TABLE_FEATURE_NOT_ALLOWED] The clustering "
+                f"table feature cannot be enabled through TBLPROPERTIES ({FEATURE_PROPERTY}): "
+                "it needs clustering columns. Use CREATE OR REPLACE TABLE ... CLUSTER BY "
+                "(or clusterBy) to create a clustered table."
+            )
         if replacing and snapshot is not None and DOMAIN in snapshot.domain_metadata:
             txn.set_domain_metadata(domain_metadata([]))
             return []
@@ -227,6 +235,17 @@ def stage_clustering(
     if snapshot is None or protocol != txn.protocol:
         txn.update_protocol(protocol)
     return [c.name for c in columns]
+
+
+def refuse_feature_property(requested: Mapping[str, str]) -> None:
+    """SET TBLPROPERTIES may not name the clustering feature (delta-spark's rule): a table
+    gets it from CLUSTER BY, with its columns, never bare. ``requested``: canonical keys."""
+    if FEATURE_PROPERTY in requested:
+        raise DeltaAnalysisException(
+            "[DELTA_ALTER_TABLE_SET_CLUSTERING_TABLE_FEATURE_NOT_ALLOWED] The clustering table "
+            f"feature cannot be enabled with ALTER TABLE SET TBLPROPERTIES ({FEATURE_PROPERTY})"
+            ": use ALTER TABLE ... CLUSTER BY, or CREATE OR REPLACE TABLE ... CLUSTER BY."
+        )
 
 
 def stage_write_clustering(
