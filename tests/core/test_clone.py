@@ -22,6 +22,7 @@ from delta_pyspark.core.clone_registry import (
     register_shallow_clone,
     registered_clones,
 )
+from delta_pyspark.core.clustering import alter_clustering, column_names, is_clustered
 from delta_pyspark.core.deletion_vectors import DeletionVectorDescriptor, deleted_row_indexes
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.log_store import LocalLogStore
@@ -253,6 +254,29 @@ def test_clone_of_a_table_with_deletion_vectors(tmp_path: Path, name: str, shall
 
 
 # --------------------------------------------------------------------------- targets
+
+
+@pytest.mark.parametrize("shallow", [True, False], ids=["shallow", "deep"])
+def test_clone_carries_the_clustering_columns(tmp_path: Path, shallow: bool) -> None:
+    """The clone's first commit holds the source's ``delta.clustering`` domain; replacing
+    it with an unclustered version leaves it clustered by no columns (the protocol is
+    never downgraded), as a REPLACE without CLUSTER BY does."""
+    log, _ = source_table(tmp_path / "src", partitioned=False)
+    alter_clustering(log, ["id"])  # version 3
+    target = tmp_path / "c"
+    clone_table(log, str(target), shallow=shallow)
+    first = [json.loads(line) for line in (target / "_delta_log" / f"{0:020d}.json").open()]
+    domains = [a["domainMetadata"] for a in first if "domainMetadata" in a]
+    assert [(d["domain"], d["removed"]) for d in domains] == [("delta.clustering", False)]
+    assert json.loads(domains[0]["configuration"])["clusteringColumns"] == [["id"]]
+    clone = DeltaLog(str(target)).snapshot()
+    assert column_names(clone) == ["id"] and is_clustered(clone.protocol)
+
+    clone_table(log, str(target), shallow=False, replace=True, version=2)
+    replaced = DeltaLog(str(target)).snapshot()
+    assert replaced.version == 1 and is_clustered(replaced.protocol)
+    assert column_names(replaced) == []
+    assert "delta.clustering" in replaced.domain_metadata
 
 
 def test_existing_target_needs_replace(tmp_path: Path) -> None:

@@ -17,7 +17,10 @@ overwrites an existing file: a clash gets a fresh name.
 The clone gets a new table id (a replaced table keeps its id, as REPLACE does),
 the source's schema, partitioning and description, its configuration overridden
 by ``properties``, and the source protocol (upgraded if ``properties`` need more
-features; a replaced table's protocol is never downgraded). commitInfo records
+features; a replaced table's protocol is never downgraded). The source's clustering
+columns (its ``delta.clustering`` domain) come along, as delta-spark copies them; a
+replaced clustered table cloned from an unclustered version keeps the feature with no
+columns, as a REPLACE without CLUSTER BY does. commitInfo records
 operation ``CLONE`` with ``source``, ``sourceVersion`` and ``isShallow`` and
 delta-spark's metrics.
 
@@ -51,6 +54,8 @@ from urllib.parse import quote
 
 from delta_pyspark.core.actions import add_actions, remove_actions
 from delta_pyspark.core.clone_registry import register_shallow_clone
+from delta_pyspark.core.clustering import DOMAIN as CLUSTERING_DOMAIN
+from delta_pyspark.core.clustering import domain_metadata
 from delta_pyspark.core.deletion_vectors import DeletionVectorDescriptor, z85_encode
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.log_store import LogStore, to_local_path
@@ -334,6 +339,7 @@ def clone_table(
             txn.remove_files(removes)
         txn.update_protocol(protocol)
         txn.update_metadata(metadata)
+        _clone_clustering(txn, source, existing)
         txn.add_files(adds)
         metrics = {
             "sourceTableSize": source.size_in_bytes,
@@ -354,6 +360,17 @@ def clone_table(
             source_log.store.delete(registry)
         raise
     return CloneResult(target_root, committed.version, source.version, metrics)
+
+
+def _clone_clustering(txn: Transaction, source: Snapshot, existing: Snapshot | None) -> None:
+    """Stage the source's clustering domain in the clone (the schema, hence the physical
+    names it holds, comes along too); an existing clustered target whose source has none
+    is left clustered by no columns."""
+    domain = source.domain_metadata.get(CLUSTERING_DOMAIN)
+    if domain is not None and not domain.removed:
+        txn.set_domain_metadata(domain)
+    elif existing is not None and CLUSTERING_DOMAIN in existing.domain_metadata:
+        txn.set_domain_metadata(domain_metadata([]))
 
 
 def _register(source_root: str, target_root: str, source_version: int) -> str | None:
