@@ -301,6 +301,24 @@ def test_existing_target_needs_replace(tmp_path: Path) -> None:
     assert table_rows(other.snapshot(2)) != table_rows(now)  # history kept
 
 
+def test_shallow_clone_replacing_a_shallow_clone_of_the_same_files(tmp_path: Path) -> None:
+    """Refreshing a shallow clone names the source's files again: the files both versions
+    hold stay (one commit may not add and remove the same file: it used to write a version
+    our own reader refused as damaged), only the new ones are added."""
+    log, files = source_table(tmp_path / "src", partitioned=False)
+    target = tmp_path / "c"
+    clone_table(log, str(target), shallow=True, version=1)
+    result = clone_table(log, str(target), shallow=True, replace=True)
+    assert result.version == 1 and result.metrics["numRemovedFiles"] == 0
+    commit = [json.loads(line) for line in (target / "_delta_log" / f"{1:020d}.json").open()]
+    assert [a["add"]["path"] for a in commit if "add" in a] == [
+        file_uri(str(tmp_path / "src" / files[3]["path"]))
+    ]
+    assert not [a for a in commit if "remove" in a]
+    clone = DeltaLog(str(target)).snapshot()
+    assert table_rows(clone) == table_rows(log.snapshot())
+
+
 def test_refuses_non_delta_non_empty_target_and_itself(tmp_path: Path) -> None:
     log, _ = source_table(tmp_path / "src")
     (tmp_path / "junk").mkdir()

@@ -21,6 +21,7 @@ from delta_pyspark.exceptions import (
     ConcurrentDeleteDeleteException,
     DeltaAnalysisException,
     DeltaError,
+    DeltaIllegalArgumentException,
     ProtocolChangedException,
     UnsupportedTableFeatureError,
 )
@@ -285,3 +286,22 @@ def test_unsupported_writer_feature_is_refused(tmp_path: Path) -> None:
         create_table(log, SCHEMA, protocol=protocol)
     assert info.value.features == ["futureFeature"]
     assert not (tmp_path / "_delta_log" / f"{0:020d}.json").exists()
+
+
+def test_a_commit_adding_and_removing_the_same_file_is_refused_before_writing(
+    tmp_path: Path,
+) -> None:
+    """Readers refuse such a version as damaged, so the transaction never writes one."""
+    log = DeltaLog(str(tmp_path))
+    create_table(log, SCHEMA, ["part"], {})
+    a = add("f1")
+    append(log, a)
+    txn = Transaction(log, log.snapshot())
+    txn.remove_files([remove(a)])
+    txn.add_files([a])
+    with pytest.raises(DeltaIllegalArgumentException, match="both add and remove the same file"):
+        txn.commit("WRITE", {})
+    assert sorted(p.name for p in (tmp_path / "_delta_log").glob("*.json")) == [
+        f"{v:020d}.json" for v in (0, 1)
+    ]
+    assert log.snapshot().version == 1

@@ -59,6 +59,7 @@ from delta_pyspark.core.clustering import domain_metadata
 from delta_pyspark.core.deletion_vectors import DeletionVectorDescriptor, z85_encode
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.log_store import LogStore, to_local_path
+from delta_pyspark.core.logical_files import action_key, file_keys
 from delta_pyspark.core.restore import merge_protocols
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.table_definition import table_metadata
@@ -335,7 +336,15 @@ def clone_table(
         removes: list[dict[str, Any]] = []
         if existing is not None:
             txn.read_whole_table()
-            removes = remove_actions(existing.files, data_change=True)
+            # A shallow clone replacing one of the same source files names them again: they
+            # stay, neither removed nor re-added (one commit cannot do both).
+            kept = {action_key(a) for a in adds} & set(file_keys(existing.files).to_pylist())
+            adds = [a for a in adds if action_key(a) not in kept]
+            removes = [
+                r
+                for r in remove_actions(existing.files, data_change=True)
+                if action_key(r) not in kept
+            ]
             txn.remove_files(removes)
         txn.update_protocol(protocol)
         txn.update_metadata(metadata)

@@ -50,6 +50,7 @@ from delta_pyspark.core.table_features import check_writable, features_in_use
 from delta_pyspark.exceptions import (
     DeltaAnalysisException,
     DeltaError,
+    DeltaIllegalArgumentException,
     FileAlreadyExistsError,
     ProtocolChangedException,
 )
@@ -262,6 +263,13 @@ class Transaction:
                     f"{sorted((add.get('partitionValues') or {}).keys())} but the table is "
                     f"partitioned by {sorted(parts)}"
                 )
+        both = {action_key(a) for a in self._adds} & {action_key(r) for r in self._all_removes}
+        if both:  # readers refuse such a version as damaged (``parse_actions``)
+            path = min(both).split("\x00")[0]
+            raise DeltaIllegalArgumentException(
+                f"a commit cannot both add and remove the same file ({path}, with the same "
+                "deletion vector): readers could not tell whether it stays"
+            )
 
     def _actions(self, info: dict[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
         actions: list[tuple[str, Mapping[str, Any]]] = [("commitInfo", info)]
