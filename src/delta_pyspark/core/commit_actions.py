@@ -19,7 +19,7 @@ from delta_pyspark.core.actions import (
     SetTransaction,
     check_file_action,
 )
-from delta_pyspark.core.logical_files import action_key
+from delta_pyspark.core.logical_files import action_key, added_and_removed
 from delta_pyspark.exceptions import CorruptLogError
 
 
@@ -77,9 +77,8 @@ def parse_actions(data: bytes, source: str) -> CommitActions:
     for lineno, line in enumerate(data.splitlines(), 1):
         parse_line(out, line, source, lineno)
     if out.adds and out.removes:
-        both = {action_key(a) for a in out.adds} & {action_key(r) for r in out.removes}
-        if both:
-            path = min(both).split("\x00")[0]
+        path = added_and_removed(out.adds, out.removes)
+        if path is not None:
             raise CorruptLogError(
                 f"{source}: adds and removes the same file {path!r} (with the same deletion "
                 "vector) in one commit, which the protocol forbids: a line was lost or altered"

@@ -7,7 +7,7 @@ vectorised over an Arrow table of file actions (the ``_key`` column replay keeps
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -42,6 +42,15 @@ def dv_unique_id(dv: Mapping[str, Any] | None) -> str:
 def action_key(action: Mapping[str, Any]) -> str:
     """Logical file key of an add/remove dict: canonical path, NUL, DV unique id."""
     return f"{canonical_path(action['path'])}\x00{dv_unique_id(action.get('deletionVector'))}"
+
+
+def added_and_removed(
+    adds: Iterable[Mapping[str, Any]], removes: Iterable[Mapping[str, Any]]
+) -> str | None:
+    """The path of a file both added and removed (same deletion vector) by one version's
+    actions, if any: no valid version holds one."""
+    both = {action_key(a) for a in adds} & {action_key(r) for r in removes}
+    return min(both).split("\x00")[0] if both else None
 
 
 def file_keys(table: pa.Table) -> pa.Array:

@@ -41,7 +41,7 @@ from delta_pyspark.core.conflict_checker import (
 from delta_pyspark.core.deletion_vectors import DeletionVectorWriter
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.expressions import Expr
-from delta_pyspark.core.logical_files import action_key
+from delta_pyspark.core.logical_files import action_key, added_and_removed
 from delta_pyspark.core.row_deletion import FileRowDeletes, mark_rows_deleted, rebase
 from delta_pyspark.core.schema import parse_schema_string
 from delta_pyspark.core.schema_arrow import to_arrow_schema
@@ -263,9 +263,8 @@ class Transaction:
                     f"{sorted((add.get('partitionValues') or {}).keys())} but the table is "
                     f"partitioned by {sorted(parts)}"
                 )
-        both = {action_key(a) for a in self._adds} & {action_key(r) for r in self._all_removes}
-        if both:  # readers refuse such a version as damaged (``parse_actions``)
-            path = min(both).split("\x00")[0]
+        path = added_and_removed(self._adds, self._all_removes)
+        if path is not None:  # readers refuse such a version as damaged (``parse_actions``)
             raise DeltaIllegalArgumentException(
                 f"a commit cannot both add and remove the same file ({path}, with the same "
                 "deletion vector): readers could not tell whether it stays"
