@@ -13,6 +13,7 @@ import pytest
 from test_vacuum import DAY, add_dv, age_all, commit, make_table, remove, write_file
 
 from delta_pyspark.core.actions import Protocol
+from delta_pyspark.core.clustering import alter_clustering, column_names, is_clustered
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.logical_files import file_keys
 from delta_pyspark.core.restore import (
@@ -88,7 +89,8 @@ def test_restore_brings_back_the_old_file_set_in_one_commit(
     assert [x["path"] for x in adds] == [a["path"]] and adds[0]["dataChange"] is True
     assert adds[0]["stats"] == a["stats"] and adds[0]["partitionValues"] == a["partitionValues"]
     assert [x["path"] for x in removes] == [c["path"]] and removes[0]["dataChange"] is True
-    assert not any("metaData" in x or "protocol" in x for x in lines)  # both unchanged
+    # metadata and protocol unchanged; an unclustered table gets no clustering domain
+    assert not any("metaData" in x or "protocol" in x or "domainMetadata" in x for x in lines)
     # time travel around the restore still sees each version as it was
     assert keys(log.snapshot(3)) == {file_keys_of(b), file_keys_of(c)}
     assert keys(log.snapshot(2)) == {file_keys_of(a), file_keys_of(b), file_keys_of(c)}
@@ -134,6 +136,26 @@ def test_restore_after_a_schema_change_restores_the_metadata(tmp_path: Path) -> 
     assert now.schema == log.snapshot(2).schema
     assert now.metadata == log.snapshot(2).metadata
     assert any("metaData" in x for x in commit_lines(log, now.version))
+
+
+def test_restore_brings_back_the_clustering_columns(tmp_path: Path) -> None:
+    """The version restored decides the clustering columns; restoring one from before the
+    table was clustered leaves it clustered by no columns (the feature stays)."""
+    log, _ = three_versions(tmp_path, partitioned=False)
+    alter_clustering(log, ["id"])  # version 4
+    alter_clustering(log, ["part"])  # version 5
+
+    restore(log, 4)
+    assert column_names(log.snapshot()) == ["id"]
+    domains = [x["domainMetadata"] for x in commit_lines(log, 6) if "domainMetadata" in x]
+    assert [(d["domain"], d["removed"]) for d in domains] == [("delta.clustering", False)]
+    assert json.loads(domains[0]["configuration"])["clusteringColumns"] == [["id"]]
+
+    restore(log, 3)
+    now = log.snapshot()
+    assert column_names(now) == [] and is_clustered(now.protocol)
+    assert not now.domain_metadata["delta.clustering"].removed
+    assert column_names(log.snapshot(5)) == ["part"]  # history unchanged
 
 
 def test_restore_never_downgrades_the_protocol(tmp_path: Path) -> None:

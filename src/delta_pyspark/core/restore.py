@@ -6,7 +6,8 @@ missing from the current one and removes every current logical file the old vers
 lacks; logical files compare on (path, deletion vector unique id) as log replay
 does. The old metadata is restored if it differs (keeping the larger
 ``delta.columnMapping.maxColumnId`` so ids are never reused); the protocol is never
-downgraded: the commit carries the union of both versions' protocols.
+downgraded: the commit carries the union of both versions' protocols. A clustered
+table gets the old version's clustering columns back (none if it had none).
 
 As in delta-spark, the version to restore must be older than the latest one
 (restoring to the latest version is refused, it is not a no-op commit), and a
@@ -40,6 +41,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_pyspark.core.actions import Metadata, Protocol, add_actions, remove_actions
+from delta_pyspark.core.clustering import DOMAIN as CLUSTERING_DOMAIN
+from delta_pyspark.core.clustering import domain_metadata as clustering_domain
+from delta_pyspark.core.clustering import snapshot_columns
 from delta_pyspark.core.column_mapping import MAX_COLUMN_ID_KEY
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.logical_files import KEY_COLUMN
@@ -107,6 +111,15 @@ def _restored_metadata(old: Metadata, current: Metadata) -> Metadata:
     if a is None or b is None or int(a) >= int(b):
         return old
     return old.with_changes(configuration=dict(old.configuration) | {MAX_COLUMN_ID_KEY: b})
+
+
+def _restore_clustering(txn: Transaction, target: Snapshot, current: Snapshot) -> None:
+    """A clustered table gets back the clustering columns of the version restored, or none
+    when that version had none (the protocol keeps the feature: it is never downgraded),
+    as delta-spark restores them; other domains stay as they are."""
+    domain = current.domain_metadata.get(CLUSTERING_DOMAIN)
+    if domain is not None and not domain.removed:
+        txn.set_domain_metadata(clustering_domain(snapshot_columns(target)))
 
 
 def resolve_version(log: DeltaLog, current: Snapshot, timestamp_ms: int) -> int:
@@ -229,6 +242,7 @@ def prepare_restore(
     protocol = merge_protocols(target.protocol, current.protocol)
     if protocol != current.protocol:
         txn.update_protocol(protocol)
+    _restore_clustering(txn, target, current)
     return PreparedRestore(log, current, target, to_add, to_remove, txn, parameters)
 
 
