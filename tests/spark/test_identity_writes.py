@@ -351,3 +351,40 @@ def test_partitioned_table_ids_are_distinct_across_partitions(spark: Any, tmp_pa
     assert len(ids) == 120
     adds = [a["add"] for a in _actions(path, 2) if "add" in a]
     assert {a["partitionValues"]["p"] for a in adds} == {"0", "1", "2", "3"}
+
+
+def test_sync_identity_moves_the_mark_past_given_values(spark: Any, tmp_path: Path) -> None:
+    """ALTER COLUMN ... SYNC IDENTITY sets the mark to the greatest value the table holds,
+    so generated values stop colliding with given ones; it never lowers the mark, commits
+    nothing when the mark stays, and refuses a column that is not an identity column."""
+    path = tmp_path / "t"
+    DeltaTable.create(spark).location(str(path)).addColumn(
+        "id", "BIGINT", generatedByDefaultAs=IdentityGenerator(start=1, step=1)
+    ).addColumn("v", "STRING").execute()
+    spark.createDataFrame([(1000, "given"), (-5, "low")], "id bigint, v string").write.format(
+        "delta"
+    ).mode("append").save(str(path))
+    spark.createDataFrame([("gen",)], "v string").write.format("delta").mode("append").save(
+        str(path)
+    )
+    generated = next(r[0] for r in _rows(spark, path) if r[1] == "gen")
+    assert _id_metadata(path, 2)["delta.identity.highWaterMark"] == generated < 1000  # type: ignore[index]
+    sync = f"ALTER TABLE delta.`{path}` ALTER COLUMN id SYNC IDENTITY"
+
+    spark.sql(sync)
+    assert _id_metadata(path, 3)["delta.identity.highWaterMark"] == 1000  # type: ignore[index]
+    actions = _actions(path, 3)
+    assert actions[0]["commitInfo"]["operation"] == "CHANGE COLUMN"
+    assert not any("add" in a or "remove" in a for a in actions)
+    spark.createDataFrame([("next",)], "v string").write.format("delta").mode("append").save(
+        str(path)
+    )
+    after = next(r[0] for r in _rows(spark, path) if r[1] == "next")
+    assert after > 1000 and _id_metadata(path, 4)["delta.identity.highWaterMark"] == after  # type: ignore[index]
+
+    DeltaTable.forPath(spark, str(path)).delete("v = 'next'")  # version 5
+    spark.sql(sync)  # the data's bound (1000) is below the mark: it stays
+    assert len(_commits(path)) == 6
+    with pytest.raises(AnalysisException, match="DELTA_IDENTITY_COLUMNS_ALTER_NON_IDENTITY_COLUMN"):
+        spark.sql(f"ALTER TABLE delta.`{path}` ALTER COLUMN v SYNC IDENTITY")
+    assert len(_commits(path)) == 6

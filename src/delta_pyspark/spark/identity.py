@@ -23,6 +23,7 @@ from delta_pyspark.core.identity_columns import (
     with_written_high_water_marks,
 )
 from delta_pyspark.core.schema import StructType
+from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.transaction import Transaction
 from delta_pyspark.spark.integration import required_helper
 
@@ -62,6 +63,18 @@ def with_identity_values(
         if f.name in generated:
             df = df.withColumn(f.name, identity_values(df.sparkSession, identity_info(f)))
     return df, generated
+
+
+def value_range(spark: SparkSession, snapshot: Snapshot, name: str) -> tuple[Any, Any]:
+    """(min, max) of top-level column ``name`` over the rows of ``snapshot`` (SYNC IDENTITY's
+    query: the table's values, deletion vectors applied, not its files' stats)."""
+    from pyspark.sql import functions as F
+
+    from delta_pyspark.spark.scan import read_files
+
+    rows = read_files(spark, snapshot, snapshot.files).select(f"`{name}`")
+    low, high = rows.agg(F.min(f"`{name}`"), F.max(f"`{name}`")).first()
+    return low, high
 
 
 def record_high_water_marks(

@@ -1,4 +1,4 @@
-"""ALTER TABLE on Delta tables: properties, constraints and columns."""
+"""ALTER TABLE on Delta tables: properties, constraints, columns and identity marks."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from delta_pyspark.core.column_changes import (
     change_columns,
     drop_columns,
     rename_column,
+    sync_identity,
 )
 from delta_pyspark.core.delta_log import DeltaLog
 from delta_pyspark.core.schema import DataType, data_type_from_json
@@ -21,6 +22,7 @@ from delta_pyspark.exceptions import (
     DeltaParseException,
     DeltaUnsupportedOperationException,
 )
+from delta_pyspark.spark.identity import value_range
 from delta_pyspark.spark.integration import (
     jvm,
 )
@@ -275,6 +277,14 @@ def _rest(p: StatementParser) -> str:
 
 
 def _change_columns(spark: SparkSession, path: str, text: str) -> None:
+    synced = _sync_identity_column(text)
+    if synced is not None:
+        sync_identity(
+            DeltaLog.for_table(path),
+            synced,
+            lambda snapshot, name: value_range(spark, snapshot, name),
+        )
+        return
     specs = [_column_spec(StatementParser(item)) for item in split_top(text)]
     if not specs:
         raise DeltaParseException("ALTER COLUMN needs at least one column")
@@ -290,6 +300,16 @@ def _change_columns(spark: SparkSession, path: str, text: str) -> None:
         for spec in specs
     ]
     change_columns(DeltaLog.for_table(path), changes)
+
+
+def _sync_identity_column(text: str) -> tuple[str, ...] | None:
+    """The column of ``col SYNC IDENTITY``; None for any other ALTER COLUMN text."""
+    p = StatementParser(text)
+    column = _column_path(p)
+    if not p.accept("SYNC", "IDENTITY"):
+        return None
+    p.end()
+    return column
 
 
 def _data_type(spark: SparkSession, text: str) -> DataType:
