@@ -37,6 +37,8 @@ class _Matches:
     changed: tuple[Any, list[Any]]  # deletion vectors: files and their changed row indexes
     pairs: DataFrame | None = None
     rows: bool = False  # ``pairs`` also holds the updated rows' new values
+    # the ids (``_SOURCE_MARK``) of the source rows that matched, sorted, when collected
+    matched_marks: np.ndarray | None = None
 
 
 class _Matching:
@@ -69,8 +71,9 @@ class _Matching:
         """Phase 1: join the candidate files with the source; one aggregated job gives the
         files to rewrite, the per-clause row counts and whether a target row matched
         several source rows (skipped, with one aggregation level less, when the source's
-        join keys are unique). Without not-matched-by-source clauses the matched pairs are
-        kept: the insert step takes the unmatched source ids from them. ``positions``
+        join keys are unique). Without not-matched-by-source clauses, the insert step needs
+        the ids of the source rows that matched: collected by the same job (``_summarise``)
+        when ``unique`` is None, else read from the kept matched pairs. ``positions``
         also collects the changed rows' positions and keeps the updated rows' new values
         in the pairs, to be written straight from them. ``unique`` None (not checked): the
         pairs are taken for distinct target rows and the matched rows' positions collected
@@ -100,13 +103,15 @@ class _Matching:
             if found.rows:
                 joined = self._generated(joined, schema, src)
             action = F.col(_ACTION)
-            # Kept as a lazy local checkpoint: the summary job's first stage computes and
-            # stores the pairs as it aggregates them. A persisted (cached) DataFrame was
-            # built by a job of its own first, then read again (~0.1 s of a 2 s merge).
-            joined = joined.localCheckpoint(eager=False)
-            cached.append(joined)
-            found.pairs = joined
-        summary = _summarise(joined, present, action, unique, positions)
+            if found.rows or (self.inserts and unique is False):
+                # Kept as a lazy local checkpoint: the summary job's first stage computes
+                # and stores the pairs as it aggregates them. A persisted (cached) DataFrame
+                # was built by a job of its own first, then read again (~0.1 s of 2 s).
+                joined = joined.localCheckpoint(eager=False)
+                cached.append(joined)
+                found.pairs = joined
+        marks = how == "inner" and bool(self.inserts) and unique is None
+        summary = _summarise(joined, present, action, unique, positions, marks)
         if unique is None and _repeats(summary):  # a target row matched twice
             if found.pairs is not None:
                 cached.remove(found.pairs)
@@ -129,6 +134,8 @@ class _Matching:
         if positions:
             uris, ids = _positions(summary.filter(pc.not_equal(summary.column("a"), COPY)))
             found.changed = rows_by_file(snapshot, candidates, uris, ids)
+        if marks:
+            found.matched_marks = np.unique(pc.list_flatten(summary.column("marks")).to_numpy())
         return found
 
     def _unconditional_delete_only(self) -> bool:
@@ -145,10 +152,12 @@ def _summarise(
     action: SparkColumn,
     unique: bool | None,
     positions: bool,
+    marks: bool,
 ) -> pa.Table:
     """Phase 1's aggregated job: per file, clause and matched or not, the target rows, the
-    most source rows one matched, and the positions of the rows a clause changes (with
-    ``positions``) and of all matched rows (when ``unique`` is None)."""
+    most source rows one matched, the positions of the rows a clause changes (with
+    ``positions``) and of all matched rows (when ``unique`` is None), and with ``marks``
+    the ids of the source rows matched (``unique`` None: ``joined`` holds the pairs)."""
     from pyspark.sql import functions as F
 
     if unique is not False:  # one source row per matched target row: the pairs are the rows
@@ -157,6 +166,7 @@ def _summarise(
             F.col(ROW_INDEX),
             F.when(present, F.lit(1)).otherwise(F.lit(0)).alias("n"),
             action.alias("a"),
+            *([F.col(_SOURCE_MARK)] if marks else []),
         )
     else:
         rows = joined.groupBy(FILE_PATH, ROW_INDEX).agg(
@@ -168,6 +178,8 @@ def _summarise(
         if positions:
             kept = kept | (F.col("a") != COPY)
         aggs.append(F.collect_list(F.when(kept, F.col(ROW_INDEX))).alias("ids"))
+    if marks:
+        aggs.append(F.collect_list(F.col(_SOURCE_MARK)).alias("marks"))
     return rows.groupBy(FILE_PATH, "a", (F.col("n") > 0).alias("m")).agg(*aggs).toArrow()
 
 
