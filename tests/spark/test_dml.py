@@ -621,6 +621,37 @@ def test_merge_row_matched_twice_fails_whatever_the_clauses_do(
     assert _rows(spark, path) == _model([r for r in expected if r[0] != 5])
 
 
+@pytest.mark.parametrize("dv", [False, True], ids=["copy-on-write-by-position", "deletion-vectors"])
+def test_merge_update_all_by_a_source_row_matching_several_target_rows(
+    spark: Any, tmp_path: Path, dv: bool
+):
+    """UPDATE SET * writes one new row per target row it updates: the updated rows are
+    read from the source rows phase 1 found updating, each once, so a source row updating
+    two target rows (the target holds id 7 twice) sends phase 1 back to keep the pairs."""
+    path = str(tmp_path / "t")
+    _ranged_table(spark, path, dv)
+    spark.createDataFrame([(7, 700, "twin", "a")], SCHEMA).write.format("delta").mode(
+        "append"
+    ).save(path)
+    src = [(7, 77, "new", "a"), (12, 120, "upd", "b"), (50, 5, "ins", "b")]
+    result = _merge(spark, path, src).whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
+    assert _counts(result) == (4, 3, 0, 1)
+    expected = [(i, i * 10, f"s{i}", "a" if i < 20 else "b") for i in range(40) if i not in (7, 12)]
+    expected += [
+        (7, 77, "new", "a"),
+        (7, 77, "new", "a"),
+        (12, 120, "upd", "b"),
+        (50, 5, "ins", "b"),
+    ]
+    assert _rows(spark, path) == _model(expected)
+    # without the twin, the same merge writes the updated rows straight from the source
+    clean = str(tmp_path / "clean")
+    _ranged_table(spark, clean, dv)
+    result = _merge(spark, clean, src).whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
+    assert _counts(result) == (3, 2, 0, 1)
+    assert _rows(spark, clean) == _model([r for r in expected if r[2] != "new"] + [src[0]])
+
+
 @pytest.mark.parametrize("dv", [False, True], ids=["copy-on-write", "deletion-vectors"])
 @pytest.mark.parametrize("unique", [True, False], ids=["unique-keys", "duplicate-keys"])
 def test_merge_metrics_exact(spark: Any, tmp_path: Path, dv: bool, unique: bool):

@@ -233,8 +233,8 @@ class MergeCommand(
             touched = files_by_uri(snapshot, candidates, sorted(found.touched_uris))
         if touched.num_rows and positional:
             copied.append(self._unchanged_rows(snapshot, touched, found))
-            if found.rows:
-                fresh.append(self._updated_rows(found, schema))
+            if found.has_new_values:
+                fresh.append(self._updated_rows(found, schema, src))
         elif touched.num_rows:
             copied.append(self._copied_by_join(snapshot, touched, src, schema, found))
         if self.inserts:

@@ -4,18 +4,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.spark.conditions import as_column
-from delta_pyspark.spark.integration import required_helper
 from delta_pyspark.spark.merge.common import _MATCHED_ID, _SMALL_SOURCE_FACTOR, _SOURCE_MARK
 from delta_pyspark.spark.merge.matching import _Matches
+from delta_pyspark.spark.merge.source import _rows_by_mark
 from delta_pyspark.spark.rewrite import files_by_uri, live_rows
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column as SparkColumn
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame
 
 
 class _Inserts:
@@ -33,7 +30,7 @@ class _Inserts:
         from pyspark.sql import functions as F
 
         if found.matched_marks is not None:  # phase 1 saw every match and kept their ids
-            return src.filter(_not_in(self.spark, _SOURCE_MARK, found.matched_marks))
+            return _rows_by_mark(src, found.matched_marks, present=False)
         if found.pairs is not None:  # phase 1 saw every match: drop the ids it recorded
             ids = found.pairs.select(F.col(_SOURCE_MARK).alias(_MATCHED_ID))
             if self.broadcast_source:  # they are fewer than the source's rows
@@ -54,13 +51,3 @@ class _Inserts:
             ids = self._join(tgt, src, cond, "inner").select(src[_SOURCE_MARK].alias(_MATCHED_ID))
             return src.join(ids, F.col(_SOURCE_MARK) == F.col(_MATCHED_ID), "left_anti")
         return src.join(tgt, cond, "left_anti")
-
-
-def _not_in(spark: SparkSession, column: str, sorted_values: np.ndarray) -> SparkColumn:
-    """Whether long ``column`` is none of ``sorted_values`` (the JVM helper's binary
-    search: no join, no broadcast built on the driver)."""
-    from pyspark.sql import Column
-
-    helper = required_helper(spark, "deltapyspark.SortedLongs")
-    packed = bytearray(sorted_values.astype("<i8").tobytes())
-    return Column(helper.notIn(column, packed))

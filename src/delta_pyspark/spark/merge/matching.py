@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from delta_pyspark.core.generated_columns import generation_expressions
 from delta_pyspark.core.schema import StructType
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.exceptions import DeltaUnsupportedOperationException
@@ -39,6 +40,14 @@ class _Matches:
     rows: bool = False  # ``pairs`` also holds the updated rows' new values
     # the ids (``_SOURCE_MARK``) of the source rows that matched, sorted, when collected
     matched_marks: np.ndarray | None = None
+    # the ids of the source rows whose values an UPDATE SET * writes, sorted, each once:
+    # the updated rows are those source rows (``_updates_from_source``)
+    updated_marks: np.ndarray | None = None
+
+    @property
+    def has_new_values(self) -> bool:
+        """Whether the updated rows can be written without reading the target again."""
+        return self.rows or self.updated_marks is not None
 
 
 class _Matching:
@@ -67,6 +76,7 @@ class _Matching:
         positions: bool,
         unique: bool | None,
         cached: list[DataFrame],
+        from_source: bool = True,
     ) -> _Matches:
         """Phase 1: join the candidate files with the source; one aggregated job gives the
         files to rewrite, the per-clause row counts and whether a target row matched
@@ -75,7 +85,10 @@ class _Matching:
         the ids of the source rows that matched: collected by the same job (``_summarise``)
         when ``unique`` is None, else read from the kept matched pairs. ``positions``
         also collects the changed rows' positions and keeps the updated rows' new values
-        in the pairs, to be written straight from them. ``unique`` None (not checked): the
+        in the pairs, to be written straight from them, or (``from_source``, for an UPDATE
+        SET * whose source rows each update one target row) collects the updating source
+        rows' ids instead, which keeps the source's broadcast to the columns the join and
+        the clauses' conditions read. ``unique`` None (not checked): the
         pairs are taken for distinct target rows and the matched rows' positions collected
         too (one aggregation level less than counting the pairs per target row), and if
         one repeats phase 1 runs again as for a source with repeated keys."""
@@ -89,9 +102,12 @@ class _Matching:
         joined = self._join(tgt, src, as_column(self.condition), how)
         present = src[_SOURCE_MARK].isNotNull()
         action = self._action(tgt, src, present, include_inserts=False)
+        thin = False
         if how == "inner":
             updates = any(c.action == "update" for c in self.matched)
-            found.rows = positions and updates
+            thin = positions and updates and from_source and unique is None
+            thin = thin and self._updates_from_source(schema, src)
+            found.rows = positions and updates and not thin
             # what the summary and the inserts need; with positions also the updated
             # rows' new values (only the target columns those read are scanned)
             values = self._values(tgt, src, schema, updates_only=True) if found.rows else []
@@ -110,20 +126,14 @@ class _Matching:
                 joined = joined.localCheckpoint(eager=False)
                 cached.append(joined)
                 found.pairs = joined
-        marks = how == "inner" and bool(self.inserts) and unique is None
+        marks = how == "inner" and unique is None and (bool(self.inserts) or thin)
         summary = _summarise(joined, present, action, unique, positions, marks)
         if unique is None and _repeats(summary):  # a target row matched twice
             if found.pairs is not None:
                 cached.remove(found.pairs)
                 _drop_checkpoint(found.pairs)
             return self._find_matches(snapshot, schema, src, candidates, positions, False, cached)
-        for r in summary.select([FILE_PATH, "a", "m", "rows", "maxn"]).to_pylist():
-            found.counts[r["a"]] = found.counts.get(r["a"], 0) + int(r["rows"])
-            found.multiple = found.multiple or int(r["maxn"]) > 1
-            if r["m"]:
-                found.matched_uris.add(r[FILE_PATH])
-            if r["a"] != COPY or (self.inserts and r["m"]):
-                found.touched_uris.add(r[FILE_PATH])
+        self._record(found, summary)
         if found.multiple and self.matched and not self._unconditional_delete_only():
             raise DeltaUnsupportedOperationException(
                 "MERGE cannot decide what to do: several source rows matched the same target "
@@ -134,9 +144,40 @@ class _Matching:
         if positions:
             uris, ids = _positions(summary.filter(pc.not_equal(summary.column("a"), COPY)))
             found.changed = rows_by_file(snapshot, candidates, uris, ids)
-        if marks:
+        if marks and self.inserts:
             found.matched_marks = np.unique(pc.list_flatten(summary.column("marks")).to_numpy())
+        if thin:
+            code = next(i for i, c in self._codes() if c.action == "update")
+            updating = summary.filter(pc.equal(summary.column("a"), code)).column("marks")
+            updated = np.sort(pc.list_flatten(updating).to_numpy())
+            if (updated[1:] == updated[:-1]).any():  # a source row updates several rows
+                return self._find_matches(
+                    snapshot, schema, src, candidates, positions, unique, cached, False
+                )
+            found.updated_marks = updated
         return found
+
+    def _record(self, found: _Matches, summary: pa.Table) -> None:
+        """Phase 1's counts per clause, whether a row matched several times, and the files
+        with matches and the files to rewrite, from ``summary`` into ``found``."""
+        for r in summary.select([FILE_PATH, "a", "m", "rows", "maxn"]).to_pylist():
+            found.counts[r["a"]] = found.counts.get(r["a"], 0) + int(r["rows"])
+            found.multiple = found.multiple or int(r["maxn"]) > 1
+            if r["m"]:
+                found.matched_uris.add(r[FILE_PATH])
+            if r["a"] != COPY or (self.inserts and r["m"]):
+                found.touched_uris.add(r[FILE_PATH])
+
+    def _updates_from_source(self, schema: StructType, src: DataFrame) -> bool:
+        """Whether an updated row's new values come from its source row alone: one update
+        clause, SET *, the source holding every table column (or the column generated),
+        and no row ids to keep from the target row."""
+        updates = [c for c in self.matched if c.action == "update"]
+        if self.preserved is not None or len(updates) != 1 or not updates[0].star:
+            return False
+        names = {c.lower() for c in src.columns if c != _SOURCE_MARK}
+        generated = generation_expressions(schema, self.protocol)
+        return all(f.name.lower() in names or f.name in generated for f in schema.fields)
 
     def _unconditional_delete_only(self) -> bool:
         return (

@@ -1,12 +1,15 @@
 """The merge source: materialising it, its rows' summary (row count, key range,
-uniqueness), whether to broadcast it, and freeing its checkpoint."""
+uniqueness), whether to broadcast it, its rows by id, and freeing its checkpoint."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from delta_pyspark.spark.integration import java_frame, sql_conf
+import numpy as np
+
+from delta_pyspark.spark.integration import java_frame, required_helper, sql_conf
+from delta_pyspark.spark.merge.common import _SOURCE_MARK
 
 if TYPE_CHECKING:
     from pyspark.sql import Column as SparkColumn
@@ -98,6 +101,18 @@ def _broadcastable(spark: SparkSession, df: DataFrame) -> bool:
     threshold = int(sql_conf(spark).autoBroadcastJoinThreshold())
     size = java_frame(df).queryExecution().optimizedPlan().stats().sizeInBytes()
     return 0 <= int(size) <= threshold
+
+
+def _rows_by_mark(src: DataFrame, marks: np.ndarray, present: bool) -> DataFrame:
+    """The rows of ``src`` whose ids (``_SOURCE_MARK``) are among the sorted ``marks``
+    (``present``) or not: the JVM helper's binary search, no join and no broadcast built
+    on the driver."""
+    from pyspark.sql import Column
+
+    helper = required_helper(src.sparkSession, "deltapyspark.SortedLongs")
+    packed = bytearray(marks.astype("<i8").tobytes())
+    test = helper.isIn if present else helper.notIn
+    return src.filter(Column(test(_SOURCE_MARK, packed)))
 
 
 def _drop_checkpoint(df: DataFrame) -> None:
