@@ -20,19 +20,21 @@ Execution, in the spirit of delta-spark's:
    keys skip the aggregation per target row; without them the aggregation covers the
    matched pairs only, and where positions are collected (below) a repeated position
    shows a row matched twice, so it is skipped until one does. Without
-   not-matched-by-source clauses the matched pairs are kept (a local checkpoint the
-   aggregated job fills as it reads them): the source ids in them are exactly the
-   source rows that match, and with deletion vectors (or a
-   positional rewrite, below) they carry the updated rows' new values and the changed
-   rows' positions are collected.
+   not-matched-by-source clauses the same job collects the ids of the source rows that
+   matched (or, past a target row matched twice, the matched pairs are kept: a local
+   checkpoint the aggregated job fills as it reads them). With deletion vectors (or a
+   positional rewrite, below) the changed rows' positions are collected, and the updated
+   rows' new values are kept in the pairs, except for an UPDATE SET *: its updated rows
+   are the source rows whose ids phase 1 collected.
 4. Copy-on-write: rewrite only touched files. Their unchanged rows are read without
    the changed rows' positions when the source is much smaller than the candidate
    files (``_keeps_rows_by_position``), else the files are left-outer-joined with the
    source clause by clause. Deletion vectors: mark the changed rows deleted. Updated
-   rows are written from the kept pairs when there are any. For insert clauses,
-   append the source rows whose ids did not match (without kept pairs: the
-   source anti-joined with the files that had matches). All of it goes to one Spark
-   write and one commit.
+   rows are written from the kept pairs (or those source rows) when there are any. For
+   insert clauses, append the source rows whose ids did not match (a filter by the
+   collected ids; with kept pairs an anti-join with them; with neither, the source
+   anti-joined with the files that had matches). All of it goes to one Spark write and
+   one commit.
 
 Not-matched-by-source clauses make every target row a candidate."""
 
