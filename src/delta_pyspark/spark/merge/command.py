@@ -217,7 +217,9 @@ class MergeCommand(
     ) -> dict[str, Any]:
         """Find the matches, write the new files and remove or mark the old rows."""
         dv = deletion_vectors_enabled(snapshot)
-        positional = not dv and self._keeps_rows_by_position(snapshot, schema, candidates, source)
+        positional = not dv and self._keeps_rows_by_position(
+            snapshot, schema, candidates, source, src
+        )
         unique = source.unique
         if unique is None and not (dv or positional) and source.rows > _MAX_COLLECTED_SOURCE_ROWS:
             unique = False  # too many positions to collect: count the matches per target row
