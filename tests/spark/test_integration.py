@@ -140,3 +140,57 @@ def test_spark_connect_is_refused_by_name(monkeypatch: pytest.MonkeyPatch) -> No
 
     with pytest.raises(DeltaUnsupportedOperationException, match="classic SparkSession"):
         integration.classic_session(ConnectLike())  # type: ignore[arg-type]
+
+
+def test_internal_plans_stop_recording_call_sites_until_the_last_use_ends(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import pyspark.errors.utils as origins
+
+    monkeypatch.setattr(origins, "_enable_debugging_cache", True)
+    with integration.internal_plans():
+        assert origins.is_debugging_enabled() is False
+        with integration.internal_plans():
+            assert origins.is_debugging_enabled() is False
+        assert origins.is_debugging_enabled() is False  # the outer use still runs
+    assert origins.is_debugging_enabled() is True
+    with pytest.raises(ValueError, match="inside"), integration.internal_plans():
+        raise ValueError("inside")
+    assert origins.is_debugging_enabled() is True
+
+
+@pytest.mark.parametrize("command", ["merge", "update", "delete"])
+def test_dml_commands_record_no_call_sites_of_their_own(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    """The call sites a command's plans would record all point into delta-pyspark; each
+    cost ~10 py4j calls (0.1-0.2 s per MERGE)."""
+    import pyspark.errors.utils as origins
+    from pyspark.sql import functions as F
+
+    from delta_pyspark.tables import DeltaTable
+
+    path = str(tmp_path / "t")
+    spark.range(10).withColumn("v", F.col("id") * 10).write.format("delta").save(path)
+    source = spark.range(5, 15).withColumn("v", F.lit(-1).cast("long"))
+    table = DeltaTable.forPath(spark, path)
+    recorded: list[str] = []
+    capture = origins._capture_call_site
+    monkeypatch.setattr(origins, "_enable_debugging_cache", True)
+    monkeypatch.setattr(
+        origins, "_capture_call_site", lambda depth: recorded.append("x") or capture(depth)
+    )
+    if command == "merge":
+        merge = table.alias("t").merge(source.alias("s"), "t.id = s.id")
+        merge.whenMatchedUpdateAll().whenNotMatchedInsertAll().execute()
+        expected = [(i, i * 10) for i in range(5)] + [(i, -1) for i in range(5, 15)]
+    elif command == "update":
+        table.update("id >= 5", {"v": "-1"})
+        expected = [(i, i * 10) for i in range(5)] + [(i, -1) for i in range(5, 10)]
+    else:
+        table.delete("id >= 5")
+        expected = [(i, i * 10) for i in range(5)]
+    assert recorded == []
+    rows = spark.read.format("delta").load(path).orderBy("id").collect()
+    assert [tuple(r) for r in rows] == expected
+    assert len(recorded) > 0  # a user's own DataFrame calls still record theirs

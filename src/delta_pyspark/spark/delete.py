@@ -23,6 +23,7 @@ from delta_pyspark.core.transaction import Transaction
 from delta_pyspark.spark.auto_compact import commit_and_compact
 from delta_pyspark.spark.change_data import records_changes, with_change_type, write_changes
 from delta_pyspark.spark.conditions import as_column, condition_sql, table_predicate
+from delta_pyspark.spark.integration import internal_plans
 from delta_pyspark.spark.rewrite import (
     Rewrite,
     elapsed_ms,
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, SparkSession
 
 
+@internal_plans()
 def execute_delete(
     spark: SparkSession, log: DeltaLog, condition: str | Column | None
 ) -> dict[str, Any]:

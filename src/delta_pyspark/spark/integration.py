@@ -26,6 +26,8 @@ What it uses beyond PySpark's public API, and why:
   methods of ``DataFrameWriterV2`` (``route_writer_v2``: Spark plans its writes for V2
   catalogs only), whose settings ``TableDefinitions.java`` reads from the JVM writer's
   private fields.
+- PySpark 4.0's process-wide flag ``pyspark.errors.utils._enable_debugging_cache``, turned
+  off while delta-pyspark builds its own plans (``internal_plans``).
 - Our exception classes get PySpark's exception classes as extra bases when this module is
   imported (``give_errors_pyspark_bases``): ``delta_pyspark.exceptions`` stays Spark-free for
   the core, and a delta-spark user's ``except AnalysisException`` still catches our errors.
@@ -46,8 +48,10 @@ import json
 import os
 import subprocess
 import tempfile
+import threading
 import zipfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -193,6 +197,38 @@ def convert_errors(original_of: Callable[[Any], BaseException | None]) -> None:
 
     convert._delta_pyspark = True  # type: ignore[attr-defined]
     captured.convert_exception = convert
+
+
+# ``internal_plans``: the nesting depth of its uses and the flag to restore after the last
+_internal = threading.Lock()
+_internal_depth = 0
+_call_sites_flag: bool | None = None
+
+
+@contextmanager
+def internal_plans() -> Iterator[None]:
+    """Build delta-pyspark's own plans without recording Python call sites. PySpark 4.0
+    records, for error messages, where each Column and DataFrame function was called
+    (``spark.python.sql.dataFrameDebugging.enabled``); for the plans a command builds
+    that is always a line of delta-pyspark, and each record costs about ten py4j calls
+    and a failing ``import IPython``: 0.1-0.2 s of a 1.3 s MERGE. PySpark reads one
+    process-wide flag, so recording stops in every thread until the last (nested or
+    concurrent) use ends, and the flag is then restored."""
+    import pyspark.errors.utils as origins
+
+    global _internal_depth, _call_sites_flag
+    with _internal:
+        if _internal_depth == 0:
+            _call_sites_flag = origins._enable_debugging_cache
+            origins._enable_debugging_cache = False
+        _internal_depth += 1
+    try:
+        yield
+    finally:
+        with _internal:
+            _internal_depth -= 1
+            if _internal_depth == 0:
+                origins._enable_debugging_cache = _call_sites_flag
 
 
 def _is_streaming_failure(java_error: Any) -> bool:

@@ -29,6 +29,7 @@ from delta_pyspark.spark.conditions import (
     table_predicate,
 )
 from delta_pyspark.spark.generated_columns import recompute
+from delta_pyspark.spark.integration import internal_plans
 from delta_pyspark.spark.rewrite import (
     Rewrite,
     elapsed_ms,
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
 _UPDATED = "__delta_updated_row"
 
 
+@internal_plans()
 def execute_update(
     spark: SparkSession,
     log: DeltaLog,

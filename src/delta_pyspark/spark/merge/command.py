@@ -55,6 +55,7 @@ from delta_pyspark.spark.auto_compact import commit_and_compact
 from delta_pyspark.spark.change_data import records_changes, write_changes
 from delta_pyspark.spark.conditions import condition_sql
 from delta_pyspark.spark.identity import merge_generated_columns, record_high_water_marks
+from delta_pyspark.spark.integration import internal_plans
 from delta_pyspark.spark.merge.changes import _Changes
 from delta_pyspark.spark.merge.clauses import MergeClause, _validate_clauses
 from delta_pyspark.spark.merge.common import _MAX_COLLECTED_SOURCE_ROWS, _SOURCE_MARK, _union
@@ -120,6 +121,7 @@ class MergeCommand(
         self.preserved: tuple[str, str] | None = None  # row tracking's columns, when kept
         self.protocol = None
 
+    @internal_plans()
     def run(self) -> dict[str, Any]:
         from pyspark.sql import functions as F
 
