@@ -28,6 +28,7 @@ from delta_pyspark.core.deletion_vectors import (
     DeletionVectorDescriptor,
     DeletionVectorWriter,
     read_deletion_vector,
+    to_bitmap64,
 )
 from delta_pyspark.core.log_store import LogStore
 from delta_pyspark.core.logical_files import action_key
@@ -127,7 +128,7 @@ def mark_rows_deleted(
     times = files.column("modificationTime").to_pylist()
     for remove, mtime, new_rows in zip(removes, times, rows, strict=True):
         old = existing_deletes(remove, table_root, store)
-        fresh = BitMap64(new_rows.astype(np.uint64, copy=False)) - old
+        fresh = to_bitmap64(new_rows) - old
         if not fresh:
             continue
         current = {**remove, "modificationTime": mtime}

@@ -118,15 +118,28 @@ def rows_by_file(
     URIs) and, aligned with them, each file's sorted row indexes."""
     if len(uris) == 0:
         return files.slice(0, 0), []
-    table = pa.table({"uri": uris, "row": pc.cast(indexes, pa.int64())})
-    table = table.sort_by([("uri", "ascending"), ("row", "ascending")])
-    counts = pc.value_counts(table.column("uri"))  # in first-seen (sorted) order
-    groups = np.split(
-        table.column("row").to_numpy(), np.cumsum(counts.field("counts").to_numpy())[:-1]
-    )
+    if isinstance(uris, pa.ChunkedArray):
+        uris = uris.combine_chunks()
+    encoded = pc.dictionary_encode(uris)  # numbers, not strings, to sort (3x faster)
+    names = encoded.dictionary.to_pylist()
+    by_name = sorted(range(len(names)), key=names.__getitem__)
+    rank = np.empty(len(names), np.int64)
+    rank[by_name] = np.arange(len(names))
+    codes = rank[encoded.indices.to_numpy()]
+    groups = group_by_number(codes, pc.cast(indexes, pa.int64()).to_numpy(), len(names))
+    groups = [np.sort(g) for g in groups]
     position = {u: i for i, u in enumerate(file_uris(snapshot, files))}
-    order = [position[u] for u in counts.field("values").to_pylist()]
-    return files.take(order), groups
+    return files.take([position[names[i]] for i in by_name]), groups
+
+
+def group_by_number(
+    numbers: np.ndarray, values: np.ndarray, count: int | None = None
+) -> list[np.ndarray]:
+    """``values`` split by their ``numbers`` (0 to ``count`` - 1, default the largest
+    plus one): one array per number, in its values' order, empty for numbers absent."""
+    counts = np.bincount(numbers, minlength=count or 0)
+    grouped = values[np.argsort(numbers, kind="stable")]
+    return np.split(grouped, np.cumsum(counts)[:-1])
 
 
 def num_records(adds: list[Mapping[str, Any]]) -> int:

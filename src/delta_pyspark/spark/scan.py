@@ -25,7 +25,11 @@ import pyarrow.compute as pc
 from pyroaring import BitMap64
 
 from delta_pyspark.core.column_mapping import column_mapping_mode, physical_name, to_physical_schema
-from delta_pyspark.core.deletion_vectors import DeletionVectorDescriptor, read_deletion_vector
+from delta_pyspark.core.deletion_vectors import (
+    DeletionVectorDescriptor,
+    read_deletion_vector,
+    to_bitmap64,
+)
 from delta_pyspark.core.log_store import log_store_for
 from delta_pyspark.core.partition_values import hive_partition_path, parse_partition_value
 from delta_pyspark.core.schema import BINARY, DOUBLE, FLOAT, LONG, StructField, StructType
@@ -419,7 +423,7 @@ def _apply_dvs(
         )
         extra = dropped.get(path)
         if extra is not None and len(extra):
-            marked |= BitMap64(extra.astype(np.uint64, copy=False))
+            marked |= to_bitmap64(extra)
         return marked
 
     deleted = deleted_rows(
