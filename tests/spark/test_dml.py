@@ -652,6 +652,54 @@ def test_merge_update_all_by_a_source_row_matching_several_target_rows(
     assert _rows(spark, clean) == _model([r for r in expected if r[2] != "new"] + [src[0]])
 
 
+@pytest.mark.parametrize("dv", [False, True], ids=["copy-on-write-by-position", "deletion-vectors"])
+@pytest.mark.parametrize(
+    "clauses", ["upsert", "insert-condition", "update-condition", "delete-clause", "all-new"]
+)
+def test_merge_update_all_and_insert_all_write_the_rows_their_conditions_pick(
+    spark: Any, tmp_path: Path, dv: bool, clauses: str
+):
+    """An unconditional UPDATE SET * with one unconditional INSERT * writes every source
+    row once, updating or inserted, straight from the source; a condition on either
+    clause, or a second matched clause, leaves some source rows out."""
+    path = str(tmp_path / "t")
+    _ranged_table(spark, path, dv)
+    src = [
+        (3, 33, "upd", "a"),
+        (4, -4, "neg", "a"),
+        (25, 0, "del", "b"),
+        (50, 5, "ins", "b"),
+        (51, -5, "neg", "b"),
+        (None, 7, "nokey", "a"),
+    ]
+    if clauses == "all-new":
+        src = [(i + 100, v, s, p) for i, v, s, p in src if i is not None]
+    merge = _merge(spark, path, src)
+    if clauses == "delete-clause":
+        merge = merge.whenMatchedDelete("s.s = 'del'")
+    merge = merge.whenMatchedUpdateAll("s.v > 0" if clauses == "update-condition" else None)
+    merge = merge.whenNotMatchedInsertAll("s.v > 0" if clauses == "insert-condition" else None)
+    result = merge.execute()
+
+    def passes(row: tuple, clause: str) -> bool:  # a condition ``s.v > 0`` on ``clause``
+        return clauses != clause or row[1] > 0
+
+    target = {i: (i, i * 10, f"s{i}", "a" if i < 20 else "b") for i in range(40)}
+    matched = [r for r in src if r[0] in target]
+    deleted = [r for r in matched if clauses == "delete-clause" and r[2] == "del"]
+    updated = [r for r in matched if passes(r, "update-condition") and r not in deleted]
+    inserted = [r for r in src if r[0] not in target and passes(r, "insert-condition")]
+    for r in updated + deleted:
+        del target[r[0]]
+    assert _rows(spark, path) == _model(list(target.values()) + updated + inserted)
+    assert _counts(result) == (
+        len(updated) + len(deleted) + len(inserted),
+        len(updated),
+        len(deleted),
+        len(inserted),
+    )
+
+
 @pytest.mark.parametrize("dv", [False, True], ids=["copy-on-write", "deletion-vectors"])
 @pytest.mark.parametrize("unique", [True, False], ids=["unique-keys", "duplicate-keys"])
 def test_merge_metrics_exact(spark: Any, tmp_path: Path, dv: bool, unique: bool):

@@ -33,8 +33,10 @@ Execution, in the spirit of delta-spark's:
    rows are written from the kept pairs (or those source rows) when there are any. For
    insert clauses, append the source rows whose ids did not match (a filter by the
    collected ids; with kept pairs an anti-join with them; with neither, the source
-   anti-joined with the files that had matches). All of it goes to one Spark write and
-   one commit.
+   anti-joined with the files that had matches). An unconditional UPDATE SET * followed
+   by one unconditional INSERT * writes every source row once either way: the new rows
+   are then the source's rows, read once. All of it goes to one Spark write and one
+   commit.
 
 Not-matched-by-source clauses make every target row a candidate."""
 
@@ -239,11 +241,13 @@ class MergeCommand(
             touched = files_by_uri(snapshot, candidates, sorted(found.touched_uris))
         if touched.num_rows and positional:
             copied.append(self._unchanged_rows(snapshot, touched, found))
-            if found.has_new_values:
+            if found.has_new_values and not found.upserted:
                 fresh.append(self._updated_rows(found, schema, src))
         elif touched.num_rows:
             copied.append(self._copied_by_join(snapshot, touched, src, schema, found))
-        if self.inserts:
+        if found.upserted:  # the updated and the inserted rows: the source's, once each
+            fresh.append(self._updates_of_source_rows(src, schema, None))
+        elif self.inserts:
             new = self._unmatched(snapshot, src, source.rows, candidates, found)
             fresh.append(self._project(new, None, src, schema, None))
         if fresh:

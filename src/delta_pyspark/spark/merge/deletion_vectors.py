@@ -40,7 +40,7 @@ class _DeletionVectors:
         present = src[_SOURCE_MARK].isNotNull()
         deletes = txn.delete_rows(*found.changed)
         updates = any(c.action == "update" for c in self.matched + self.by_source)
-        if updates and found.changed[0].num_rows:
+        if updates and found.changed[0].num_rows and not found.upserted:
             if found.has_new_values:  # no second scan
                 fresh.append(self._updated_rows(found, schema, src))
             else:
@@ -65,15 +65,16 @@ class _DeletionVectors:
         return updated.select(*[f"`{f.name}`" for f in schema.fields], *tracking)
 
     def _updates_of_source_rows(
-        self, src: DataFrame, schema: StructType, marks: np.ndarray
+        self, src: DataFrame, schema: StructType, marks: np.ndarray | None
     ) -> DataFrame:
-        """The rows an UPDATE SET * writes, from the source rows of ids ``marks``
-        (``_updates_from_source``): the source's values in table order, cast to the table's
-        types, generated columns the source lacks computed."""
+        """The rows an UPDATE SET * writes, from the source rows of ids ``marks`` (every
+        source row when None: ``_Matches.upserted``) (``_updates_from_source``): the
+        source's values in table order, cast to the table's types, generated columns the
+        source lacks computed."""
         from pyspark.sql import functions as F
 
         code, clause = next((i, c) for i, c in self._codes() if c.action == "update")
-        rows = _rows_by_mark(src, marks, present=True)
+        rows = src if marks is None else _rows_by_mark(src, marks, present=True)
         source_cols = {c.lower(): c for c in src.columns if c != _SOURCE_MARK}
         values = []
         for field in schema.fields:

@@ -11,6 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_pyspark.core.generated_columns import generation_expressions
+from delta_pyspark.core.identity_columns import is_identity
 from delta_pyspark.core.schema import StructType
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.exceptions import DeltaUnsupportedOperationException
@@ -43,6 +44,9 @@ class _Matches:
     # the ids of the source rows whose values an UPDATE SET * writes, sorted, each once:
     # the updated rows are those source rows (``_updates_from_source``)
     updated_marks: np.ndarray | None = None
+    # the updated rows and the inserted ones are all the source's rows, each once, written
+    # alike: the new rows are the source's (``_upserts_every_source_row``)
+    upserted: bool = False
 
     @property
     def has_new_values(self) -> bool:
@@ -155,6 +159,7 @@ class _Matching:
                     snapshot, schema, src, candidates, positions, unique, cached, False
                 )
             found.updated_marks = updated
+            found.upserted = self._upserts_every_source_row(schema)
         return found
 
     def _record(self, found: _Matches, summary: pa.Table) -> None:
@@ -178,6 +183,19 @@ class _Matching:
         names = {c.lower() for c in src.columns if c != _SOURCE_MARK}
         generated = generation_expressions(schema, self.protocol)
         return all(f.name.lower() in names or f.name in generated for f in schema.fields)
+
+    def _upserts_every_source_row(self, schema: StructType) -> bool:
+        """Whether, with an UPDATE SET * written from its source rows, each source row is
+        written once and alike whether it updates or is inserted: the update is the only
+        matched clause and unconditional, one unconditional INSERT * follows, and no column
+        has a value an insert would generate (generated or identity columns)."""
+        if len(self.matched) != 1 or self.matched[0].condition is not None:
+            return False
+        if len(self.inserts) != 1 or self.inserts[0].condition is not None:
+            return False
+        if not self.inserts[0].star or generation_expressions(schema, self.protocol):
+            return False
+        return not any(is_identity(f) for f in schema.fields)
 
     def _unconditional_delete_only(self) -> bool:
         return (
