@@ -194,3 +194,26 @@ def test_dml_commands_record_no_call_sites_of_their_own(
     rows = spark.read.format("delta").load(path).orderBy("id").collect()
     assert [tuple(r) for r in rows] == expected
     assert len(recorded) > 0  # a user's own DataFrame calls still record theirs
+
+
+def test_a_merge_converts_no_jvm_error(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reading the source's observed row count and key range raised (and converted) a Java
+    ``NoSuchElementException`` at the end of PySpark's iteration of the JVM map."""
+    from pyspark.errors.exceptions import captured
+    from pyspark.sql import functions as F
+
+    from delta_pyspark.tables import DeltaTable
+
+    path = str(tmp_path / "t")
+    spark.range(0, 20, 2).write.format("delta").save(path)
+    converted: list[Any] = []
+    convert = captured.convert_exception
+    monkeypatch.setattr(captured, "convert_exception", lambda e: converted.append(e) or convert(e))
+    source = spark.range(5).select((F.col("id") * 3).alias("id"))
+    table = DeltaTable.forPath(spark, path).alias("t")
+    table.merge(source.alias("s"), "t.id = s.id").whenNotMatchedInsertAll().execute()
+    assert converted == []
+    ids = [r.id for r in spark.read.format("delta").load(path).orderBy("id").collect()]
+    assert ids == [0, 2, 3, 4, 6, 8, 9, 10, 12, 14, 16, 18]

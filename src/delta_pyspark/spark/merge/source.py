@@ -8,7 +8,12 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from delta_pyspark.spark.integration import java_frame, required_helper, sql_conf
+from delta_pyspark.spark.integration import (
+    java_frame,
+    observed_values,
+    required_helper,
+    sql_conf,
+)
 from delta_pyspark.spark.merge.common import _SOURCE_MARK
 
 if TYPE_CHECKING:
@@ -52,7 +57,8 @@ class _Source:
         for i, (_, column) in enumerate(keys):
             aggs += [F.min(column).alias(f"min_{i}"), F.max(column).alias(f"max_{i}")]
         src = marked.observe(observed, *aggs).localCheckpoint(eager=True)
-        row = observed.get
+        names = ["rows"] + [f"{side}_{i}" for i in range(len(keys)) for side in ("min", "max")]
+        row = observed_values(observed, names)
         summary = _SourceSummary(
             int(row["rows"] or 0),
             None,
