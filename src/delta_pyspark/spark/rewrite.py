@@ -21,8 +21,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_pyspark.core.actions import remove_actions
+from delta_pyspark.core.log_store import log_store_for
 from delta_pyspark.core.schema import StructType
 from delta_pyspark.core.snapshot import Snapshot
+from delta_pyspark.core.table_paths import data_file_path
 from delta_pyspark.core.table_properties import check_constraints
 from delta_pyspark.spark import generated_columns
 from delta_pyspark.spark.scan import FILE_PATH, ROW_INDEX, file_uris, read_files
@@ -158,6 +160,13 @@ def write_rows(
     return write_files(
         checked, snapshot.table_root, schema, snapshot.partition_columns, snapshot.configuration
     )
+
+
+def discard_files(snapshot: Snapshot, adds: list[dict[str, Any]]) -> None:
+    """Delete the files of ``adds``, written by a transaction that will not commit them."""
+    store = log_store_for(snapshot.table_root)
+    for add in adds:
+        store.delete(data_file_path(snapshot.table_root, add["path"]))
 
 
 def rewrite_files(

@@ -177,6 +177,19 @@ def read_files(
     return _to_logical(df, schema, physical, extra)
 
 
+def read_unmatched(
+    spark: SparkSession, snapshot: Snapshot, files: pa.Table, unmatched: Any
+) -> DataFrame:
+    """The rows of ``files`` read through ``unmatched``, the JVM helper's
+    ``UnmatchedRowsParquetFormat``: without the rows whose key is one of its source keys,
+    and none of the files that hold no such row. For tables without partition columns or
+    column mapping, and files without deletion vectors (the caller's to check)."""
+    schema = snapshot.schema
+    paths = _paths(snapshot.table_root, files)
+    df = _read(spark, files, paths, to_spark_type(schema), None, False, needs_row_reader(schema))
+    return python_frame(unmatched.scan(java_frame(df)), spark)
+
+
 def file_uris(snapshot: Snapshot, files: pa.Table) -> list[str]:
     """``FILE_PATH`` values of ``files``' rows, in the order of ``files``."""
     root = snapshot.table_root

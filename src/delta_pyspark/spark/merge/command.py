@@ -38,7 +38,15 @@ Execution, in the spirit of delta-spark's:
    are then the source's rows, read once. All of it goes to one Spark write and one
    commit.
 
-Not-matched-by-source clauses make every target row a candidate."""
+Not-matched-by-source clauses make every target row a candidate.
+
+One-pass upsert (``one_pass``): a copy-on-write merge of that UPDATE SET * / INSERT * shape
+on one integral key skips step 3. The candidate files are read by the JVM helper's
+``UnmatchedRowsParquetFormat`` without the rows whose key is a source key (a file with none
+yields nothing and is not rewritten), and written with the source's rows in one job; the
+keys matched per file come back in an accumulator, which names the files to remove and
+shows a target row matched twice (an error) or a source row matched twice (the general
+path then runs, and the files the one pass wrote are deleted)."""
 
 from __future__ import annotations
 
@@ -66,6 +74,7 @@ from delta_pyspark.spark.merge.deletion_vectors import _deletion_vector_metrics,
 from delta_pyspark.spark.merge.inserts import _Inserts
 from delta_pyspark.spark.merge.matching import _Matching
 from delta_pyspark.spark.merge.metrics import _Metrics, _ordered
+from delta_pyspark.spark.merge.one_pass import _OnePass
 from delta_pyspark.spark.merge.planning import _Planning
 from delta_pyspark.spark.merge.positional import _Positional
 from delta_pyspark.spark.merge.projection import _Projection
@@ -93,6 +102,7 @@ class MergeCommand(
     _Positional,
     _CopyOnWrite,
     _Inserts,
+    _OnePass,
     _Changes,
     _Metrics,
 ):
@@ -122,6 +132,8 @@ class MergeCommand(
         self.broadcast_source = False  # decided once the source is materialised
         self.preserved: tuple[str, str] | None = None  # row tracking's columns, when kept
         self.protocol = None
+        # the join key when the merge may upsert in one pass (``_one_pass_key``)
+        self.one_pass_key: tuple[str, Any] | None = None
 
     @internal_plans()
     def run(self) -> dict[str, Any]:
@@ -148,6 +160,7 @@ class MergeCommand(
         marked = self.source.withColumn(_SOURCE_MARK, F.monotonically_increasing_id())
         plan = self._plan_for(snapshot, marked)
         keys = self._join_keys(snapshot, marked, plan)
+        self.one_pass_key = self._one_pass_key(snapshot, schema, plan, keys, marked)
         src, summary = self._materialise_source(marked, keys)
         cached: list[DataFrame] = []
         try:
@@ -221,6 +234,10 @@ class MergeCommand(
     ) -> dict[str, Any]:
         """Find the matches, write the new files and remove or mark the old rows."""
         dv = deletion_vectors_enabled(snapshot)
+        if not dv and self._upserts_in_one_pass(txn, snapshot, schema, candidates, source.rows):
+            metrics = self._upsert_in_one_pass(txn, snapshot, schema, src, candidates, start)
+            if metrics is not None:
+                return metrics
         positional = not dv and self._keeps_rows_by_position(
             snapshot, schema, candidates, source, src
         )

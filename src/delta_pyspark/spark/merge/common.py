@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from delta_pyspark.exceptions import DeltaUnsupportedOperationException
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
@@ -32,3 +34,14 @@ def _union(frames: list[DataFrame]) -> DataFrame:
     for other in frames[1:]:
         out = out.unionByName(other)
     return out
+
+
+def _several_matches() -> DeltaUnsupportedOperationException:
+    """The error of a merge whose matched clause would change a target row that several
+    source rows matched."""
+    return DeltaUnsupportedOperationException(
+        "MERGE cannot decide what to do: several source rows matched the same target "
+        "row and a WHEN MATCHED clause would update or delete it. Deduplicate the "
+        "source on the merge keys (or tighten the merge condition) so each target "
+        "row matches at most one source row."
+    )

@@ -14,9 +14,14 @@ from delta_pyspark.core.generated_columns import generation_expressions
 from delta_pyspark.core.identity_columns import is_identity
 from delta_pyspark.core.schema import StructType
 from delta_pyspark.core.snapshot import Snapshot
-from delta_pyspark.exceptions import DeltaUnsupportedOperationException
 from delta_pyspark.spark.conditions import as_column
-from delta_pyspark.spark.merge.common import _ACTION, _SOURCE_MARK, _TARGET_MARK, COPY
+from delta_pyspark.spark.merge.common import (
+    _ACTION,
+    _SOURCE_MARK,
+    _TARGET_MARK,
+    COPY,
+    _several_matches,
+)
 from delta_pyspark.spark.merge.source import _drop_checkpoint
 from delta_pyspark.spark.rewrite import group_by_number, rows_by_file
 from delta_pyspark.spark.row_tracking import read_preserving
@@ -139,12 +144,7 @@ class _Matching:
             return self._find_matches(snapshot, schema, src, candidates, positions, False, cached)
         self._record(found, summary)
         if found.multiple and self.matched and not self._unconditional_delete_only():
-            raise DeltaUnsupportedOperationException(
-                "MERGE cannot decide what to do: several source rows matched the same target "
-                "row and a WHEN MATCHED clause would update or delete it. Deduplicate the "
-                "source on the merge keys (or tighten the merge condition) so each target "
-                "row matches at most one source row."
-            )
+            raise _several_matches()
         if positions:
             uris, ids = _positions(summary.filter(pc.not_equal(summary.column("a"), COPY)))
             found.changed = rows_by_file(snapshot, candidates, uris, ids)

@@ -43,6 +43,7 @@ class _Plan:
 
     target_predicate: Expr | None
     key_pairs: list[tuple[tuple[str, ...], tuple[str, ...]]]  # (target path, source path)
+    only_keys: bool = False  # the condition is the key equalities alone
 
 
 class _Planning:
@@ -74,7 +75,8 @@ class _Planning:
             return path[1:] if alias and len(path) > 1 and path[0].lower() == alias else path
 
         target_only, keys = [], []
-        for conj in conjuncts(expr):
+        parts = conjuncts(expr)
+        for conj in parts:
             sides = {side(c) for c in columns_of(conj)}
             if sides == {"target"}:
                 target_only.append(map_columns(conj, strip))
@@ -90,7 +92,7 @@ class _Planning:
                 }
                 if set(pair) == {"target", "source"}:
                     keys.append((strip(pair["target"]), pair["source"]))
-        return _Plan(and_all(target_only), keys)
+        return _Plan(and_all(target_only), keys, len(keys) == len(parts))
 
     def _plan_for(self, snapshot: Snapshot, src: DataFrame) -> _Plan:
         if not self.by_source:

@@ -73,6 +73,16 @@ final class DeletionVectorReader extends scala.runtime.AbstractFunction1
     return new LiveRows((scala.collection.Iterator) indexed.apply(file), rows, true);
   }
 
+  /**
+   * The rows (or batches) of {@code rows}, a whole split read from its first row without
+   * pushed filters, without those at the ascending positions {@code gone} (counted from the
+   * split's first row).
+   */
+  static scala.collection.Iterator without(scala.collection.Iterator rows, long[] gone) {
+    DeletionVectorReader counting = new DeletionVectorReader(null, null, null, null, -1, true);
+    return counting.new LiveRows(rows, gone, false);
+  }
+
   /** The first position of {@code sorted} holding a value {@code >= value}. */
   static int lowerBound(long[] sorted, long value) {
     int k = Arrays.binarySearch(sorted, value);

@@ -1,0 +1,378 @@
+package deltapyspark;
+
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.List;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.Path;
+import org.apache.spark.broadcast.Broadcast;
+import org.apache.spark.sql.Encoders;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.classic.Dataset;
+import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
+import org.apache.spark.sql.execution.datasources.PartitionedFile;
+import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
+import org.apache.spark.sql.types.ByteType;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.IntegerType;
+import org.apache.spark.sql.types.ShortType;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.vectorized.ColumnVector;
+import org.apache.spark.sql.vectorized.ColumnarBatch;
+import org.apache.spark.util.CollectionAccumulator;
+import scala.Function1;
+import scala.reflect.ClassTag$;
+
+/**
+ * Spark's Parquet format for a MERGE that upserts in one pass: each file is read without the
+ * rows whose key is one of the source's keys, and a file that holds none of them yields no
+ * rows. The rewritten files' unchanged rows so flow straight into the merge's write, with no
+ * join run first to find the files to rewrite.
+ *
+ * <p>The reader reads a file's key column and looks each key up in a hash table of the source
+ * keys (broadcast); when some match, it reads the file again without those rows ({@link
+ * DeletionVectorReader#without}, positions counted from the file's first row, so no filter
+ * may be pushed into either read) and adds the file's matched keys to an accumulator, from
+ * which the driver learns the files to remove and checks the matches ({@link #summary}).
+ * Files are never split: a file read by two tasks could have matches in one part only.
+ *
+ * <p>Compiled with Janino (bundled with Spark) when the session is configured, so only plain
+ * Java 1.7 syntax: no generics, lambdas or diamonds.
+ */
+public final class UnmatchedRowsParquetFormat extends ParquetFileFormat {
+  private static final long serialVersionUID = 1L;
+
+  static final String OPTION = "__delta_pyspark_unmatched_rows";
+
+  /** The source's distinct non-null keys, ascending, and how many source rows hold each. */
+  private final long[] keys;
+  private final int[] holders;
+  /** The key column of the files (top-level; byte, short, int or long). */
+  private final String column;
+  /** One {@code Object[] {file path, long[] keys of its matched rows}} per file with some. */
+  private final CollectionAccumulator matches;
+
+  private UnmatchedRowsParquetFormat(
+      long[] keys, int[] holders, String column, CollectionAccumulator matches) {
+    this.keys = keys;
+    this.holders = holders;
+    this.column = column;
+    this.matches = matches;
+  }
+
+  /**
+   * The format for the keys of {@code sourceKeys} (one non-null long column: the source's join
+   * key, collected to the driver by this call) matched against column {@code column}.
+   */
+  public static UnmatchedRowsParquetFormat of(Dataset sourceKeys, String column) {
+    Object[] values = (Object[]) sourceKeys.as(Encoders.LONG()).collect();
+    long[] all = new long[values.length];
+    for (int i = 0; i < values.length; i++) {
+      all[i] = ((Long) values[i]).longValue();
+    }
+    Arrays.sort(all);
+    long[] keys = new long[all.length];
+    int[] holders = new int[all.length];
+    int n = 0;
+    for (int i = 0; i < all.length; i++) {
+      if (n > 0 && keys[n - 1] == all[i]) {
+        holders[n - 1]++;
+      } else {
+        keys[n] = all[i];
+        holders[n++] = 1;
+      }
+    }
+    CollectionAccumulator matches =
+        sourceKeys.sparkSession().sparkContext().collectionAccumulator("merge matches");
+    return new UnmatchedRowsParquetFormat(
+        Arrays.copyOf(keys, n), Arrays.copyOf(holders, n), column, matches);
+  }
+
+  /**
+   * {@code parquetScan} (an unchanged {@code spark.read.parquet(...)}, without partition
+   * columns) reading its files with this format.
+   */
+  public Dataset scan(Dataset parquetScan) {
+    HadoopFsRelation files = (HadoopFsRelation) FileScans.relationOf(parquetScan).relation();
+    // Spark's ParquetFileFormat equals any subclass: this option keeps a cached plain scan of
+    // the same files from answering for this one (and the reverse)
+    scala.collection.immutable.Map options =
+        (scala.collection.immutable.Map)
+            files.options().updated(OPTION, Integer.toString(System.identityHashCode(this)));
+    return FileScans.withRelation(
+        parquetScan,
+        files.copy(
+            files.location(),
+            files.partitionSchema(),
+            files.dataSchema(),
+            files.bucketSpec(),
+            this,
+            options,
+            files.sparkSession()));
+  }
+
+  public boolean isSplitable(
+      SparkSession session, scala.collection.immutable.Map options, Path path) {
+    return false;
+  }
+
+  public Function1 buildReaderWithPartitionValues(
+      SparkSession session,
+      StructType dataSchema,
+      StructType partitionSchema,
+      StructType requiredSchema,
+      scala.collection.immutable.Seq filters,
+      scala.collection.immutable.Map options,
+      Configuration hadoopConf) {
+    if (requiredSchema.getFieldIndex(ParquetFileFormat.ROW_INDEX_TEMPORARY_COLUMN_NAME()).isDefined()) {
+      throw new IllegalArgumentException("row indexes are not read by " + getClass().getName());
+    }
+    // Positions count from each file's first row: no filter may skip row groups in either read
+    // (Spark's filter above the scan still applies them).
+    scala.collection.immutable.Seq none = (scala.collection.immutable.Seq) filters.take(0);
+    StructType keyOnly = new StructType().add(dataSchema.apply(column));
+    Function1 keyReader =
+        super.buildReaderWithPartitionValues(
+            session, dataSchema, new StructType(), keyOnly, none, options,
+            new Configuration(hadoopConf));
+    Function1 rowReader =
+        super.buildReaderWithPartitionValues(
+            session, dataSchema, partitionSchema, requiredSchema, none, options,
+            new Configuration(hadoopConf));
+    Broadcast table =
+        session.sparkContext().broadcast(new KeyTable(keys), ClassTag$.MODULE$.apply(KeyTable.class));
+    return new Reader(keyReader, rowReader, table, keyOnly.fields()[0].dataType(), matches);
+  }
+
+  /**
+   * What the last read found: {matched target rows, distinct keys among them, those keys that
+   * several source rows hold}. Matched rows outnumbering their keys means some source row
+   * matched several target rows; a key several source rows hold, a target row matched several
+   * source rows.
+   */
+  public long[] summary() {
+    long[] matched = matchedKeys();
+    Arrays.sort(matched);
+    long distinct = 0;
+    long shared = 0;
+    for (int i = 0; i < matched.length; i++) {
+      if (i > 0 && matched[i] == matched[i - 1]) {
+        continue;
+      }
+      distinct++;
+      if (holders[Arrays.binarySearch(keys, matched[i])] > 1) {
+        shared++;
+      }
+    }
+    return new long[] {matched.length, distinct, shared};
+  }
+
+  /** The paths ({@code _metadata.file_path}) of the files with matched rows, each then a 0. */
+  public String touched() {
+    StringBuilder out = new StringBuilder();
+    Iterator paths = byFile().keySet().iterator();
+    while (paths.hasNext()) {
+      out.append((String) paths.next()).append('\0');
+    }
+    return out.toString();
+  }
+
+  /** Each file's matched keys, once per file (a retried task adds its file again). */
+  private HashMap byFile() {
+    HashMap out = new HashMap();
+    List entries = matches.value();
+    for (int i = 0; i < entries.size(); i++) {
+      Object[] entry = (Object[]) entries.get(i);
+      out.put(entry[0], entry[1]);
+    }
+    return out;
+  }
+
+  private long[] matchedKeys() {
+    HashMap files = byFile();
+    int total = 0;
+    Iterator all = files.values().iterator();
+    while (all.hasNext()) {
+      total += ((long[]) all.next()).length;
+    }
+    long[] out = new long[total];
+    int at = 0;
+    all = files.values().iterator();
+    while (all.hasNext()) {
+      long[] some = (long[]) all.next();
+      System.arraycopy(some, 0, out, at, some.length);
+      at += some.length;
+    }
+    return out;
+  }
+
+  public boolean equals(Object other) {
+    return other == this;
+  }
+
+  public int hashCode() {
+    return System.identityHashCode(this);
+  }
+
+  /** A set of longs by open addressing: one probe for most lookups, where a binary search of
+   * 100,000 keys takes 17. */
+  static final class KeyTable implements java.io.Serializable {
+    private static final long serialVersionUID = 1L;
+    private static final long EMPTY = Long.MIN_VALUE;
+
+    private final long[] slots;
+    private final int shift;
+    private final boolean hasEmpty;
+
+    KeyTable(long[] keys) {
+      int bits = 1;
+      while ((1L << bits) < 2L * keys.length) {
+        bits++;
+      }
+      slots = new long[1 << bits];
+      Arrays.fill(slots, EMPTY);
+      shift = 64 - bits;
+      boolean empty = false;
+      for (int i = 0; i < keys.length; i++) {
+        if (keys[i] == EMPTY) {
+          empty = true;
+          continue;
+        }
+        int at = slot(keys[i]);
+        while (slots[at] != EMPTY) {
+          at = (at + 1) & (slots.length - 1);
+        }
+        slots[at] = keys[i];
+      }
+      hasEmpty = empty;
+    }
+
+    private int slot(long key) {
+      return (int) ((key * 0x9E3779B97F4A7C15L) >>> shift);
+    }
+
+    boolean contains(long key) {
+      if (key == EMPTY) {
+        return hasEmpty;
+      }
+      int at = slot(key);
+      while (true) {
+        long found = slots[at];
+        if (found == key) {
+          return true;
+        }
+        if (found == EMPTY) {
+          return false;
+        }
+        at = (at + 1) & (slots.length - 1);
+      }
+    }
+  }
+
+  /** Reads one (whole) file: its key column, then its rows without the matched ones. */
+  static final class Reader extends scala.runtime.AbstractFunction1
+      implements java.io.Serializable {
+    private static final long serialVersionUID = 1L;
+
+    private final Function1 keyReader;
+    private final Function1 rowReader;
+    private final Broadcast table;
+    private final DataType keyType;
+    private final CollectionAccumulator matches;
+
+    Reader(
+        Function1 keyReader, Function1 rowReader, Broadcast table, DataType keyType,
+        CollectionAccumulator matches) {
+      this.keyReader = keyReader;
+      this.rowReader = rowReader;
+      this.table = table;
+      this.keyType = keyType;
+      this.matches = matches;
+    }
+
+    public Object apply(Object split) {
+      PartitionedFile file = (PartitionedFile) split;
+      if (file.start() != 0 || file.length() < file.fileSize()) {
+        throw new IllegalStateException("a part of a file was to be read: " + file);
+      }
+      KeyTable keys = (KeyTable) table.value();
+      long[] gone = new long[16];
+      long[] found = new long[16];
+      int n = 0;
+      long ordinal = 0;
+      scala.collection.Iterator read = (scala.collection.Iterator) keyReader.apply(file);
+      while (read.hasNext()) {
+        Object next = read.next();
+        if (next instanceof ColumnarBatch) {
+          ColumnarBatch batch = (ColumnarBatch) next;
+          ColumnVector values = batch.column(0);
+          int size = batch.numRows();
+          for (int i = 0; i < size; i++) {
+            if (!values.isNullAt(i)) {
+              long key = value(values, i);
+              if (keys.contains(key)) {
+                if (n == gone.length) {
+                  gone = Arrays.copyOf(gone, 2 * n);
+                  found = Arrays.copyOf(found, 2 * n);
+                }
+                gone[n] = ordinal + i;
+                found[n++] = key;
+              }
+            }
+          }
+          ordinal += size;
+        } else {
+          InternalRow row = (InternalRow) next;
+          if (!row.isNullAt(0)) {
+            long key = value(row);
+            if (keys.contains(key)) {
+              if (n == gone.length) {
+                gone = Arrays.copyOf(gone, 2 * n);
+                found = Arrays.copyOf(found, 2 * n);
+              }
+              gone[n] = ordinal;
+              found[n++] = key;
+            }
+          }
+          ordinal++;
+        }
+      }
+      if (n == 0) {
+        return scala.collection.Iterator$.MODULE$.empty();
+      }
+      // Spark's _metadata.file_path spelling, which the Python side keys files by
+      String path = new Path(file.toPath().toString()).toUri().toString();
+      matches.add(new Object[] {path, Arrays.copyOf(found, n)});
+      return DeletionVectorReader.without(
+          (scala.collection.Iterator) rowReader.apply(file), Arrays.copyOf(gone, n));
+    }
+
+    private long value(ColumnVector values, int i) {
+      if (keyType instanceof ByteType) {
+        return values.getByte(i);
+      }
+      if (keyType instanceof ShortType) {
+        return values.getShort(i);
+      }
+      if (keyType instanceof IntegerType) {
+        return values.getInt(i);
+      }
+      return values.getLong(i);
+    }
+
+    private long value(InternalRow row) {
+      if (keyType instanceof ByteType) {
+        return row.getByte(0);
+      }
+      if (keyType instanceof ShortType) {
+        return row.getShort(0);
+      }
+      if (keyType instanceof IntegerType) {
+        return row.getInt(0);
+      }
+      return row.getLong(0);
+    }
+  }
+}
