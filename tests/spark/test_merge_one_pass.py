@@ -210,6 +210,40 @@ def test_one_pass_reads_each_file_whole(spark: Any, tmp_path: Path, one_pass: li
     ]
 
 
+@pytest.mark.parametrize("layout", ["partitioned", "column-mapping", "column-mapping-partitioned"])
+def test_one_pass_upserts_partitioned_and_column_mapped_tables(
+    spark: Any, tmp_path: Path, one_pass: list[bool], layout: str
+):
+    """Partition values come from the directories (or, with column mapping, from the log),
+    keys from the files' physical columns; only the files with matches are rewritten."""
+    path = str(tmp_path / "t")
+    rows = [(i, i * 10, f"p{i % 3}") for i in range(30)]
+    writer = spark.createDataFrame(rows, SCHEMA).repartition(2).write.format("delta")
+    if "partitioned" in layout:
+        writer = writer.partitionBy("s")
+    if "column-mapping" in layout:
+        writer = writer.option("delta.columnMapping.mode", "name")
+    writer.save(path)
+    files = DeltaLog(path).snapshot().files
+    src = [(4, 44, "p1"), (7, 77, "p1"), (31, 1, "p0"), (32, 2, "p9")]
+    _upsert(spark, path, src)
+    assert one_pass == [True]
+    by_id = {r[0]: r for r in rows} | {r[0]: r for r in src}
+    assert _rows(spark, path) == sorted(by_id.values())
+    if "partitioned" in layout:  # the p1 files rewritten, the p0 and p2 ones kept
+        kept = [
+            p
+            for p, v in zip(
+                files.column("path").to_pylist(),
+                files.column("partitionValues").to_pylist(),
+                strict=True,
+            )
+            if [value for _, value in v] != ["p1"]
+        ]
+        assert set(kept) <= set(_paths(path))
+        assert _metrics(path)["numTargetFilesRemoved"] == files.num_rows - len(kept)
+
+
 def test_one_pass_reads_rows_without_the_vectorized_reader(
     spark: Any, tmp_path: Path, one_pass: list[bool]
 ):
@@ -239,7 +273,7 @@ def test_one_pass_reads_rows_without_the_vectorized_reader(
         "extra-conjunct",
         "string-key",
         "update-condition",
-        "partitioned",
+        "partition-key",
         "change-data-feed",
         "deletion-vectors",
         "schema-evolution",
@@ -252,8 +286,8 @@ def test_other_merges_take_the_general_path(
     schema = "id string, v long, s string" if case == "string-key" else SCHEMA
     rows = [(str(i) if case == "string-key" else i, i, f"p{i % 2}") for i in range(10)]
     writer = spark.createDataFrame(rows, schema).repartition(2).write.format("delta")
-    if case == "partitioned":
-        writer = writer.partitionBy("s")
+    if case == "partition-key":
+        writer = writer.partitionBy("id")
     if case == "change-data-feed":
         writer = writer.option("delta.enableChangeDataFeed", "true")
     if case == "deletion-vectors":

@@ -112,6 +112,7 @@ def read_files(
     keep_deleted: bool = False,
     drop_rows: Sequence[np.ndarray] | None = None,
     hidden: Sequence[str] = (),
+    unmatched: Any = None,
 ) -> DataFrame:
     """A DataFrame of the rows of ``files`` (a subset of the snapshot's file list).
 
@@ -123,7 +124,10 @@ def read_files(
     as if they were deleted: a copy-on-write rewrite reads the rows it keeps unchanged
     this way instead of joining every row with the changes. ``hidden``: long columns the
     files may hold outside the table's schema (row tracking's materialized columns), read
-    after the table's columns (null where a file lacks them).
+    after the table's columns (null where a file lacks them). ``unmatched``: the JVM
+    helper's ``UnmatchedRowsParquetFormat`` to read every file through (for files without
+    deletion vectors, the caller's to check): without the rows whose key is one of its
+    source keys, and nothing of the files that hold none.
     """
     schema = snapshot.schema
     mode = column_mapping_mode(snapshot.configuration)
@@ -169,25 +173,16 @@ def read_files(
         if subset.num_rows == 0:
             continue
         args = (spark, root, subset, data_schema, physical, part_physical, dv, with_row_ids, rows)
-        frames.extend([_hive_branch(*args, dropped)] if hive else _literal_branches(*args, dropped))
+        frames.extend(
+            [_hive_branch(*args, dropped, unmatched)]
+            if hive
+            else _literal_branches(*args, dropped, unmatched)
+        )
     df = frames[0]
     for other in frames[1:]:
         df = df.unionByName(other)
     df = df.select(*[f"`{f.name}`" for f in physical.fields], *[f"`{c}`" for c in extra])
     return _to_logical(df, schema, physical, extra)
-
-
-def read_unmatched(
-    spark: SparkSession, snapshot: Snapshot, files: pa.Table, unmatched: Any
-) -> DataFrame:
-    """The rows of ``files`` read through ``unmatched``, the JVM helper's
-    ``UnmatchedRowsParquetFormat``: without the rows whose key is one of its source keys,
-    and none of the files that hold no such row. For tables without partition columns or
-    column mapping, and files without deletion vectors (the caller's to check)."""
-    schema = snapshot.schema
-    paths = _paths(snapshot.table_root, files)
-    df = _read(spark, files, paths, to_spark_type(schema), None, False, needs_row_reader(schema))
-    return python_frame(unmatched.scan(java_frame(df)), spark)
 
 
 def file_uris(snapshot: Snapshot, files: pa.Table) -> list[str]:
@@ -345,6 +340,7 @@ def _hive_branch(
     with_row_ids: bool,
     row_reader: bool,
     dropped: dict[str, np.ndarray],
+    unmatched: Any,
 ) -> DataFrame:
     from pyspark.sql.types import StructType as SparkStruct
 
@@ -352,6 +348,8 @@ def _hive_branch(
     full = SparkStruct(list(data_schema.fields) + part_fields)
     base = root if parts else None
     df = _read(spark, files, _paths(root, files), full, base, with_row_ids, row_reader)
+    if unmatched is not None:
+        return python_frame(unmatched.scan(java_frame(df)), spark)
     if dv:
         return _apply_dvs(spark, root, files, df, with_row_ids, dropped)
     return _with_row_ids(df) if with_row_ids else df
@@ -368,11 +366,14 @@ def _literal_branches(
     with_row_ids: bool,
     row_reader: bool,
     dropped: dict[str, np.ndarray],
+    unmatched: Any,
 ) -> list[DataFrame]:
     from pyspark.sql import functions as F
 
     def read(subset: pa.Table) -> DataFrame:
         df = _read(spark, subset, _paths(root, subset), data_schema, None, with_row_ids, row_reader)
+        if unmatched is not None:
+            return python_frame(unmatched.scan(java_frame(df)), spark)
         if dv:
             return _apply_dvs(spark, root, subset, df, with_row_ids, dropped)
         return _with_row_ids(df) if with_row_ids else df

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow.compute as pc
 
 from delta_pyspark.core.actions import remove_actions
-from delta_pyspark.core.column_mapping import column_mapping_mode
+from delta_pyspark.core.column_mapping import column_mapping_mode, physical_name
 from delta_pyspark.core.schema import StructType, type_name
 from delta_pyspark.core.snapshot import Snapshot
 from delta_pyspark.core.transaction import Transaction
@@ -21,7 +21,7 @@ from delta_pyspark.spark.integration import java_frame, required_helper
 from delta_pyspark.spark.merge.common import _several_matches, _union
 from delta_pyspark.spark.merge.planning import _Plan
 from delta_pyspark.spark.rewrite import discard_files, elapsed_ms, files_by_uri, write_rows
-from delta_pyspark.spark.scan import read_unmatched
+from delta_pyspark.spark.scan import read_files
 
 if TYPE_CHECKING:
     from pyspark.sql import Column as SparkColumn
@@ -47,15 +47,15 @@ class _OnePass:
     ) -> tuple[str, SparkColumn] | None:
         """The join key (target column, source column) when the merge can upsert in one
         pass, as far as its statement and table say: a condition that is one equality of
-        integral columns, an unconditional UPDATE SET * written from its source row and an
-        unconditional INSERT *, no row ids to keep, no partition columns or column mapping
-        (the reader reads plain top-level columns)."""
+        integral columns, the target's stored in the data files (not a partition column),
+        an unconditional UPDATE SET * written from its source row and an unconditional
+        INSERT *, and no row ids to keep."""
         if self.by_source or not plan.only_keys or len(plan.key_pairs) != 1 or len(keys) != 1:
             return None
         name = keys[0][0]
         if type_name(schema.field(name).type) not in _INTEGRAL or self.preserved is not None:
             return None
-        if snapshot.partition_columns or column_mapping_mode(snapshot.configuration) != "none":
+        if name.lower() in {c.lower() for c in snapshot.partition_columns}:
             return None
         if not self._updates_from_source(schema, source):
             return None
@@ -92,9 +92,10 @@ class _OnePass:
         name, column = self.one_pass_key
         keys = src.select(column.cast("long").alias("k")).where(F.col("k").isNotNull())
         helper = required_helper(self.spark, "deltapyspark.UnmatchedRowsParquetFormat")
-        unmatched = helper.of(java_frame(keys), name)
+        mode = column_mapping_mode(snapshot.configuration)
+        unmatched = helper.of(java_frame(keys), physical_name(schema.field(name), mode))
         scan_ms = elapsed_ms(start)
-        kept = read_unmatched(self.spark, snapshot, candidates, unmatched)
+        kept = read_files(self.spark, snapshot, candidates, unmatched=unmatched)
         # the source's rows in as many files as task slots (coalescing keeps them all busy)
         fresh = self._updates_of_source_rows(src, schema, None)
         fresh = fresh.coalesce(self.spark.sparkContext.defaultParallelism)

@@ -133,9 +133,10 @@ public final class UnmatchedRowsParquetFormat extends ParquetFileFormat {
     // (Spark's filter above the scan still applies them).
     scala.collection.immutable.Seq none = (scala.collection.immutable.Seq) filters.take(0);
     StructType keyOnly = new StructType().add(dataSchema.apply(column));
+    // The key first, then the partition values Spark's reader checks each file carries
     Function1 keyReader =
         super.buildReaderWithPartitionValues(
-            session, dataSchema, new StructType(), keyOnly, none, options,
+            session, dataSchema, partitionSchema, keyOnly, none, options,
             new Configuration(hadoopConf));
     Function1 rowReader =
         super.buildReaderWithPartitionValues(
