@@ -53,6 +53,11 @@ public final class UnmatchedRowsParquetFormat extends ParquetFileFormat {
   private final String column;
   /** One {@code Object[] {file path, long[] keys of its matched rows}} per file with some. */
   private final CollectionAccumulator matches;
+  /**
+   * The keys' {@link KeyTable}, broadcast once for every scan this format reads (a table read
+   * in branches, one per partition, would otherwise send one copy per branch).
+   */
+  private transient Broadcast table;
 
   private UnmatchedRowsParquetFormat(
       long[] keys, int[] holders, String column, CollectionAccumulator matches) {
@@ -142,9 +147,15 @@ public final class UnmatchedRowsParquetFormat extends ParquetFileFormat {
         super.buildReaderWithPartitionValues(
             session, dataSchema, partitionSchema, requiredSchema, none, options,
             new Configuration(hadoopConf));
-    Broadcast table =
-        session.sparkContext().broadcast(new KeyTable(keys), ClassTag$.MODULE$.apply(KeyTable.class));
-    return new Reader(keyReader, rowReader, table, keyOnly.fields()[0].dataType(), matches);
+    return new Reader(keyReader, rowReader, table(session), keyOnly.fields()[0].dataType(), matches);
+  }
+
+  private synchronized Broadcast table(SparkSession session) {
+    if (table == null) {
+      table =
+          session.sparkContext().broadcast(new KeyTable(keys), ClassTag$.MODULE$.apply(KeyTable.class));
+    }
+    return table;
   }
 
   /**
