@@ -189,24 +189,37 @@ def test_one_pass_reads_integral_keys_of_every_width(
     assert _rows(spark, path) == sorted(expected, key=lambda r: (r[0] is None, r[0] or 0))
 
 
-def test_one_pass_reads_each_file_whole(spark: Any, tmp_path: Path, one_pass: list[bool]):
+@pytest.mark.parametrize(
+    "conf, value",
+    [
+        ("spark.sql.files.maxPartitionBytes", "512"),
+        ("spark.sql.parquet.enableVectorizedReader", "false"),
+    ],
+    ids=["512-byte-splits", "row-by-row-reader"],
+)
+def test_one_pass_reads_files_whole_in_batches_or_rows(
+    spark: Any, tmp_path: Path, one_pass: list[bool], conf: str, value: str
+):
     """With 512-byte splits Spark would cut every file in pieces: the reader only knows a
     file holds no match once it has read all its keys, so it refuses pieces, and the
-    format keeps files whole."""
+    format keeps files whole. Spark's row-by-row Parquet reader hands the reader rows, not
+    batches: the keys and the dropped rows are counted the same way."""
     path = str(tmp_path / "t")
     _even_table(spark, path)
-    spark.conf.set("spark.sql.files.maxPartitionBytes", "512")
+    spark.conf.set(conf, value)
     try:
-        _upsert(spark, path, [(10, 1, "upd"), (30, 2, "upd"), (31, 3, "ins")])
+        _upsert(spark, path, [(0, 1, "upd"), (18, 2, "upd"), (30, 3, "upd"), (31, 4, "ins")])
     finally:
-        spark.conf.unset("spark.sql.files.maxPartitionBytes")
+        spark.conf.unset(conf)
     assert one_pass == [True]
     rows = _rows(spark, path)
     assert len(rows) == 41
-    assert [r for r in rows if r[0] in (10, 30, 31)] == [
-        (10, 1, "upd"),
-        (30, 2, "upd"),
-        (31, 3, "ins"),
+    assert [r for r in rows if r[0] in (0, 2, 18, 30, 31)] == [
+        (0, 1, "upd"),
+        (2, 20, "s2"),
+        (18, 2, "upd"),
+        (30, 3, "upd"),
+        (31, 4, "ins"),
     ]
 
 
@@ -242,29 +255,6 @@ def test_one_pass_upserts_partitioned_and_column_mapped_tables(
         ]
         assert set(kept) <= set(_paths(path))
         assert _metrics(path)["numTargetFilesRemoved"] == files.num_rows - len(kept)
-
-
-def test_one_pass_reads_rows_without_the_vectorized_reader(
-    spark: Any, tmp_path: Path, one_pass: list[bool]
-):
-    """Spark's row-by-row Parquet reader hands the reader rows, not batches: the keys and
-    the dropped rows are counted the same way."""
-    path = str(tmp_path / "t")
-    _even_table(spark, path)
-    spark.conf.set("spark.sql.parquet.enableVectorizedReader", "false")
-    try:
-        _upsert(spark, path, [(0, 1, "upd"), (18, 2, "upd"), (19, 3, "ins")])
-    finally:
-        spark.conf.unset("spark.sql.parquet.enableVectorizedReader")
-    assert one_pass == [True]
-    rows = _rows(spark, path)
-    assert len(rows) == 41
-    assert [r for r in rows if r[0] in (0, 2, 18, 19)] == [
-        (0, 1, "upd"),
-        (2, 20, "s2"),
-        (18, 2, "upd"),
-        (19, 3, "ins"),
-    ]
 
 
 @pytest.mark.parametrize(

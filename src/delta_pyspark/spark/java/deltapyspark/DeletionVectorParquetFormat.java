@@ -3,7 +3,6 @@ package deltapyspark;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.classic.Dataset;
 import org.apache.spark.sql.execution.datasources.FileFormat$;
-import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.StructType;
@@ -59,22 +58,11 @@ public final class DeletionVectorParquetFormat extends ParquetFileFormat {
    * this format, so the rows {@code deleted} marks are gone.
    */
   public static Dataset scan(Dataset parquetScan, DeletedRows deleted) {
-    HadoopFsRelation files = (HadoopFsRelation) FileScans.relationOf(parquetScan).relation();
-    // Spark's ParquetFileFormat equals any subclass: this option keeps a cached plain scan of
-    // the same files from answering for this one (and the reverse)
-    scala.collection.immutable.Map options =
-        (scala.collection.immutable.Map)
-            files.options().updated(DELETED_ROWS_OPTION, deleted.toString() + "#" + deleted.hashCode());
-    return FileScans.withRelation(
+    return FileScans.withFormat(
         parquetScan,
-        files.copy(
-            files.location(),
-            files.partitionSchema(),
-            files.dataSchema(),
-            files.bucketSpec(),
-            new DeletionVectorParquetFormat(deleted),
-            options,
-            files.sparkSession()));
+        new DeletionVectorParquetFormat(deleted),
+        DELETED_ROWS_OPTION,
+        deleted.toString() + "#" + deleted.hashCode());
   }
 
   public Function1 buildReaderWithPartitionValues(

@@ -125,6 +125,23 @@ public final class FileScans {
     return Dataset.ofRows((SparkSession) scan.sparkSession(), swapped);
   }
 
+  /**
+   * {@code scan} reading its files with {@code format}, a subclass of Spark's Parquet format,
+   * and option {@code key} set to {@code value}. Spark's ParquetFileFormat equals any
+   * subclass: the option keeps a cached plain scan of the same files from answering for this
+   * one (and the reverse).
+   */
+  static Dataset withFormat(Dataset scan, ParquetFileFormat format, String key, String value) {
+    HadoopFsRelation files = (HadoopFsRelation) relationOf(scan).relation();
+    scala.collection.immutable.Map options =
+        (scala.collection.immutable.Map) files.options().updated(key, value);
+    return withRelation(
+        scan,
+        files.copy(
+            files.location(), files.partitionSchema(), files.dataSchema(), files.bucketSpec(),
+            format, options, files.sparkSession()));
+  }
+
   /** {@code scan} with its files packed into tasks of at most {@code maxSplitBytes}. */
   public static Dataset withMaxSplitBytes(Dataset scan, long maxSplitBytes) {
     return withConf(

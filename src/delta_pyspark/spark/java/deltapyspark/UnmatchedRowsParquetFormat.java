@@ -11,7 +11,6 @@ import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.classic.Dataset;
-import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
 import org.apache.spark.sql.execution.datasources.PartitionedFile;
 import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
 import org.apache.spark.sql.types.ByteType;
@@ -100,22 +99,8 @@ public final class UnmatchedRowsParquetFormat extends ParquetFileFormat {
    * columns) reading its files with this format.
    */
   public Dataset scan(Dataset parquetScan) {
-    HadoopFsRelation files = (HadoopFsRelation) FileScans.relationOf(parquetScan).relation();
-    // Spark's ParquetFileFormat equals any subclass: this option keeps a cached plain scan of
-    // the same files from answering for this one (and the reverse)
-    scala.collection.immutable.Map options =
-        (scala.collection.immutable.Map)
-            files.options().updated(OPTION, Integer.toString(System.identityHashCode(this)));
-    return FileScans.withRelation(
-        parquetScan,
-        files.copy(
-            files.location(),
-            files.partitionSchema(),
-            files.dataSchema(),
-            files.bucketSpec(),
-            this,
-            options,
-            files.sparkSession()));
+    return FileScans.withFormat(
+        parquetScan, this, OPTION, Integer.toString(System.identityHashCode(this)));
   }
 
   public boolean isSplitable(
