@@ -55,9 +55,9 @@ def _add(path: str) -> dict[str, Any]:
 
 def _writer(kind: str, target: str, warehouse: str, writer: int, commits: int, go: Any) -> int:
     """K commits; returns the number of attempts beyond one per commit."""
-    from delta_pyspark.core.catalog_managed import Catalog
-    from delta_pyspark.core.delta_log import DeltaLog
-    from delta_pyspark.core.transaction import Transaction
+    from delta_pyspark.core.catalog.managed_tables import Catalog
+    from delta_pyspark.core.snapshot.delta_log import DeltaLog
+    from delta_pyspark.core.transaction.optimistic_transaction import Transaction
 
     catalog = None if kind == "filesystem" else Catalog.open(target, warehouse=warehouse)
     go.wait()
@@ -78,9 +78,9 @@ def _writer(kind: str, target: str, warehouse: str, writer: int, commits: int, g
 
 def _setup(kind: str, target: str, warehouse: str) -> str:
     """Create the table; returns the root whose last version is checked."""
-    from delta_pyspark.core.catalog_managed import Catalog
-    from delta_pyspark.core.delta_log import DeltaLog
-    from delta_pyspark.core.table_definition import create_table
+    from delta_pyspark.core.catalog.managed_tables import Catalog
+    from delta_pyspark.core.snapshot.delta_log import DeltaLog
+    from delta_pyspark.core.transaction.table_definition import create_table
 
     if kind == "filesystem":
         create_table(DeltaLog(target), SCHEMA, [], CONFIGURATION)
@@ -106,8 +106,8 @@ def _throughput(
         go.set()
         retries = sum(p.get() for p in pending)
         elapsed = time.perf_counter() - start
-    from delta_pyspark.core.catalog_managed import Catalog
-    from delta_pyspark.core.delta_log import DeltaLog
+    from delta_pyspark.core.catalog.managed_tables import Catalog
+    from delta_pyspark.core.snapshot.delta_log import DeltaLog
 
     if kind == "filesystem":
         version = DeltaLog(root).snapshot().version
@@ -127,7 +127,7 @@ def _throughput(
 
 
 def _multi_table_latency(url: str, warehouse: str, n: int) -> dict[str, Any]:
-    from delta_pyspark.core.catalog_managed import Catalog
+    from delta_pyspark.core.catalog.managed_tables import Catalog
 
     names = ("m0", "m1", "m2")
     with Catalog.open(url, warehouse=warehouse) as catalog:

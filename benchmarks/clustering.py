@@ -49,7 +49,7 @@ def _data(spark: Any) -> Any:
 
 
 def _optimize(spark: Any, path: str, zorder: bool) -> float:
-    from delta_pyspark.core.delta_log import DeltaLog
+    from delta_pyspark.core.snapshot.delta_log import DeltaLog
     from delta_pyspark.tables import DeltaTable
 
     snapshot = DeltaLog(path).snapshot()
@@ -68,7 +68,7 @@ def _optimize(spark: Any, path: str, zorder: bool) -> float:
 def _files_read(spark: Any, path: str, column: str, values: list[int]) -> tuple[float, int]:
     """Mean fraction of the table's files Spark reads for ``column = v``, and rows found."""
     from delta_pyspark import scan_report
-    from delta_pyspark.core.delta_log import DeltaLog
+    from delta_pyspark.core.snapshot.delta_log import DeltaLog
 
     total = DeltaLog(path).snapshot().num_files
     read, found = 0, 0
@@ -84,7 +84,7 @@ def main() -> None:
     from pyspark.sql import functions as F
 
     from benchmarks.spark_session import bench_session
-    from delta_pyspark.core.delta_log import DeltaLog
+    from delta_pyspark.core.snapshot.delta_log import DeltaLog
 
     spark = bench_session()
     work = tempfile.mkdtemp(prefix="delta-bench-clustering-")

@@ -67,10 +67,10 @@ def create_table(impl: str, root: Path) -> None:
 
         write_deltalake(str(root), empty, mode="error", configuration=CONFIGURATION)
         return
-    from delta_pyspark.core.delta_log import DeltaLog
-    from delta_pyspark.core.schema import schema_to_string
-    from delta_pyspark.core.schema_arrow import from_arrow_schema
-    from delta_pyspark.core.table_definition import create_table as create
+    from delta_pyspark.core.protocol.schema import schema_to_string
+    from delta_pyspark.core.protocol.schema_arrow import from_arrow_schema
+    from delta_pyspark.core.snapshot.delta_log import DeltaLog
+    from delta_pyspark.core.transaction.table_definition import create_table as create
 
     create(
         DeltaLog(str(root)), schema_to_string(from_arrow_schema(empty.schema)), [], CONFIGURATION
@@ -81,9 +81,9 @@ def _ours(root: str, writer: int, commits: int) -> int:
     """K blind appends through Transaction; returns the number of retried attempts."""
     import pyarrow.parquet as pq
 
-    from delta_pyspark.core.delta_log import DeltaLog
-    from delta_pyspark.core.stats_collection import collect_parquet_stats
-    from delta_pyspark.core.transaction import Transaction
+    from delta_pyspark.core.snapshot.delta_log import DeltaLog
+    from delta_pyspark.core.stats.collection import collect_parquet_stats
+    from delta_pyspark.core.transaction.optimistic_transaction import Transaction
 
     log = DeltaLog.for_table(root)  # the process's cached handle, as every write path uses
     retries = 0
@@ -150,7 +150,7 @@ def final_version_and_files(impl: str, root: Path) -> tuple[int, int]:
 
         dt = DeltaTable(str(root))
         return dt.version(), len(dt.file_uris())
-    from delta_pyspark.core.delta_log import DeltaLog
+    from delta_pyspark.core.snapshot.delta_log import DeltaLog
 
     snap = DeltaLog(str(root)).snapshot()
     return snap.version, snap.num_files

@@ -36,9 +36,9 @@ CONDITION = "id % 1000 = 7"  # 0.1% of the rows, in every file
 
 
 def _enable_vectors(path: str) -> None:
-    from delta_pyspark.core.delta_log import DeltaLog
-    from delta_pyspark.core.table_features import with_features
-    from delta_pyspark.core.transaction import Transaction
+    from delta_pyspark.core.protocol.table_features import with_features
+    from delta_pyspark.core.snapshot.delta_log import DeltaLog
+    from delta_pyspark.core.transaction.optimistic_transaction import Transaction
 
     log = DeltaLog(path)
     snap = log.snapshot()
@@ -65,7 +65,7 @@ def _read(spark: Any, path: str) -> tuple[float, tuple[int, int]]:
 
 def main() -> None:
     from benchmarks.spark_session import bench_session
-    from delta_pyspark.core.delta_log import DeltaLog
+    from delta_pyspark.core.snapshot.delta_log import DeltaLog
     from delta_pyspark.tables import DeltaTable
 
     spark = bench_session()

@@ -177,7 +177,7 @@ def _spread(times: list[float]) -> str:
 def _run(spark: Any, work: str, base: str, scenario: str) -> None:
     import deltalake
 
-    from delta_pyspark.core.delta_log import DeltaLog
+    from delta_pyspark.core.snapshot.delta_log import DeltaLog
 
     src_path = f"{work}/source_{scenario}.parquet"
     n_source, expected_sum = _source(src_path, scenario)
@@ -265,7 +265,7 @@ def _run(spark: Any, work: str, base: str, scenario: str) -> None:
 
 def _rewritten_by_theirs(base: str, theirs: str) -> list[str]:
     """Absolute paths (in ``base``) of the data files ``deltalake``'s merge replaced."""
-    from delta_pyspark.core.delta_log import DeltaLog
+    from delta_pyspark.core.snapshot.delta_log import DeltaLog
 
     def paths(table: str) -> set[str]:
         return set(DeltaLog(table).snapshot().files.column("path").to_pylist())
@@ -358,7 +358,7 @@ def _write_target(spark: Any, path: str, rows: int, files: int, dv: bool) -> Non
 
 def main() -> None:
     from benchmarks.spark_session import bench_session
-    from delta_pyspark.core.delta_log import DeltaLog
+    from delta_pyspark.core.snapshot.delta_log import DeltaLog
 
     chosen = os.environ.get("DELTA_BENCH_SCENARIOS")
     scenarios = [s.strip() for s in chosen.split(",")] if chosen else list(SCENARIOS)

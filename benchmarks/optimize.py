@@ -45,7 +45,7 @@ def _totals(spark: Any, path: str) -> tuple[int, int]:
 def _compaction(spark: Any, work: str) -> None:
     from pyspark.sql import functions as F
 
-    from delta_pyspark.core.delta_log import DeltaLog
+    from delta_pyspark.core.snapshot.delta_log import DeltaLog
     from delta_pyspark.tables import DeltaTable
 
     path = f"{work}/small"
@@ -82,9 +82,9 @@ def _compaction(spark: Any, work: str) -> None:
 
 
 def _fractions(path: str, column: str, values: list[int]) -> float:
-    from delta_pyspark.core.delta_log import DeltaLog
-    from delta_pyspark.core.expression_parser import parse_predicate
-    from delta_pyspark.core.file_pruning import prune_files
+    from delta_pyspark.core.expressions.parser import parse_predicate
+    from delta_pyspark.core.skipping.file_pruning import prune_files
+    from delta_pyspark.core.snapshot.delta_log import DeltaLog
 
     snapshot = DeltaLog(path).snapshot()
     hits = sum(prune_files(snapshot, parse_predicate(f"{column} = {v}")).num_rows for v in values)
@@ -102,7 +102,7 @@ def _query_time(spark: Any, path: str, column: str, values: list[int]) -> tuple[
 def _zorder(spark: Any, work: str) -> None:
     from pyspark.sql import functions as F
 
-    from delta_pyspark.core.delta_log import DeltaLog
+    from delta_pyspark.core.snapshot.delta_log import DeltaLog
     from delta_pyspark.tables import DeltaTable
 
     unordered, zordered = f"{work}/unordered", f"{work}/zordered"

@@ -67,7 +67,7 @@ def main() -> None:
     from pyspark.sql import functions as F
 
     from benchmarks.spark_session import bench_session
-    from delta_pyspark.spark import planner
+    from delta_pyspark.spark.sources import callback_service as planner
 
     spark = bench_session()
     work = Path(tempfile.mkdtemp(prefix="delta-bench-"))

@@ -111,10 +111,10 @@ def build_table(
     seed: int = 42,
 ) -> dict[str, Any]:
     """Write the log directly; replay incrementally (one ``apply`` per checkpoint interval)."""
-    from delta_pyspark.core.checkpoint import write_checkpoint
-    from delta_pyspark.core.commit_actions import parse_actions
-    from delta_pyspark.core.log_replay import empty_state
-    from delta_pyspark.core.log_store import LocalLogStore
+    from delta_pyspark.core.log.checkpoint import write_checkpoint
+    from delta_pyspark.core.log.commit_actions import parse_actions
+    from delta_pyspark.core.log.replay import empty_state
+    from delta_pyspark.core.storage.log_store import LocalLogStore
 
     rng = random.Random(seed)
     log_dir = root / "_delta_log"
@@ -178,8 +178,8 @@ def build_table(
 def measure_cached(root: Path, adds_per_commit: int, repeat: int = 5) -> dict[str, Any]:
     """Uncached load vs the shared handle's re-resolution, unchanged and after one commit
     (milliseconds; best and median of ``repeat``). Run in a child, like the loads."""
-    from delta_pyspark.core.delta_log import DeltaLog
-    from delta_pyspark.core.log_store import LocalLogStore
+    from delta_pyspark.core.snapshot.delta_log import DeltaLog
+    from delta_pyspark.core.storage.log_store import LocalLogStore
 
     start = time.perf_counter()
     DeltaLog(str(root)).snapshot()
@@ -243,7 +243,7 @@ import resource, sys, time
 impl, path, version = sys.argv[1], sys.argv[2], sys.argv[3]
 version = None if version == "latest" else int(version)
 if impl == "delta_pyspark":
-    from delta_pyspark.core.delta_log import DeltaLog
+    from delta_pyspark.core.snapshot.delta_log import DeltaLog
     def load():
         return DeltaLog(path).snapshot(version).files.num_rows
 else:

@@ -36,7 +36,7 @@ def main() -> None:
 
     from benchmarks.spark_session import bench_session
     from delta_pyspark import scan_report
-    from delta_pyspark.core.delta_log import DeltaLog
+    from delta_pyspark.core.snapshot.delta_log import DeltaLog
 
     spark = bench_session()
     work = tempfile.mkdtemp(prefix="delta-bench-")

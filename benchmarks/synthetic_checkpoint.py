@@ -26,13 +26,13 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from benchmarks.snapshot_load import SCHEMA
-from delta_pyspark.core.actions import ADD_SCHEMA, REMOVE_SCHEMA
-from delta_pyspark.core.checkpoint import (
+from delta_pyspark.core.log.checkpoint import (
     CHECKPOINT_REMOVE_FIELDS,
     METADATA_TYPE,
     PROTOCOL_TYPE,
     TXN_TYPE,
 )
+from delta_pyspark.core.protocol.actions import ADD_SCHEMA, REMOVE_SCHEMA
 
 PARTITIONS = 100
 ROW_GROUP_ROWS = 262_144

@@ -21,7 +21,7 @@ def configure_spark_with_delta(builder: Any) -> Any:
 
 def scan_report(df: Any) -> Any:
     """Files a Delta scan kept and skipped (``ScanReport``), or None for other DataFrames."""
-    from delta_pyspark.spark import planner
+    from delta_pyspark.spark.sources import callback_service as planner
 
     return planner.scan_report(df)
 
@@ -32,14 +32,14 @@ def use_catalog(
     """Attach the process to a catalog of catalog-managed tables (``sqlite:///...`` or
     ``postgresql://...``; None detaches): its tables get names in ``spark`` and every read
     and write of them goes through it. Returns the core's ``Catalog``."""
-    from delta_pyspark.spark.managed_catalog import use_catalog as attach
+    from delta_pyspark.spark.catalog.managed_tables import use_catalog as attach
 
     return attach(spark, url, warehouse, allow_maintenance)
 
 
 def sync_catalog(spark: Any) -> list[str]:
     """Give ``spark`` names for the attached catalog's tables made since; returns them."""
-    from delta_pyspark.spark.managed_catalog import sync_catalog as sync
+    from delta_pyspark.spark.catalog.managed_tables import sync_catalog as sync
 
     return sync(spark)
 
@@ -48,6 +48,6 @@ def transaction(spark: Any) -> Any:
     """``with delta_pyspark.transaction(spark):`` — writes and DML in the block on the attached
     catalog's catalog-managed tables (one operation per table) commit together, atomically,
     when it ends; readers through the catalog see all of them or none."""
-    from delta_pyspark.spark.managed_catalog import transaction as begin
+    from delta_pyspark.spark.catalog.managed_tables import transaction as begin
 
     return begin(spark)

@@ -13,11 +13,11 @@ import sys
 from datetime import UTC, datetime
 from typing import Any
 
-from delta_pyspark.core.catalog import TableEntry
-from delta_pyspark.core.delta_log import DeltaLog
-from delta_pyspark.core.snapshot import Snapshot
-from delta_pyspark.core.table_features import implied_writer_features, reader_features
-from delta_pyspark.core.time_travel import parse_timestamp_ms
+from delta_pyspark.core.catalog.database import TableEntry
+from delta_pyspark.core.protocol.table_features import implied_writer_features, reader_features
+from delta_pyspark.core.snapshot.delta_log import DeltaLog
+from delta_pyspark.core.snapshot.snapshot import Snapshot
+from delta_pyspark.core.snapshot.time_travel import parse_timestamp_ms
 from delta_pyspark.exceptions import DeltaError, DeltaTableNotFoundError
 
 
@@ -181,8 +181,8 @@ def _print_json_or_rows(args: argparse.Namespace, value: Any, title: str) -> Non
 
 
 def cmd_catalog(args: argparse.Namespace) -> None:
-    from delta_pyspark.core.catalog_managed import Catalog
-    from delta_pyspark.core.catalog_sqlite import is_sqlite_url, sqlite_path
+    from delta_pyspark.core.catalog.managed_tables import Catalog
+    from delta_pyspark.core.catalog.sqlite import is_sqlite_url, sqlite_path
 
     if is_sqlite_url(args.catalog) and not os.path.isfile(sqlite_path(args.catalog)):
         raise DeltaTableNotFoundError(f"no catalog database at {sqlite_path(args.catalog)}")

@@ -1,7 +1,7 @@
 """Typed errors, named as delta-spark names them so user code ports unchanged.
 
 This module is Spark-free: the core raises these, the API layer re-exports them. Once
-the Spark layer is imported (``delta_pyspark.spark.integration``) each class also derives from
+the Spark layer is imported (``delta_pyspark.spark.jvm.bridge``) each class also derives from
 the PySpark exception delta-spark users catch for the same error (``AnalysisException``, ...).
 """
 

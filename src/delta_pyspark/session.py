@@ -3,29 +3,28 @@
 ``configure_spark_with_delta(builder)`` adds the session settings Delta tables
 want: the JVM helper jar with the ``delta`` source Spark resolves itself (reads, ``save``,
 SQL inserts and CTAS go through Spark's planner into the Python core, see
-``spark.planner``) and its session extension. ``saveAsTable`` and ``writeTo`` are routed
-from Python (``integration.route_save_as_table``/``route_writer_v2``): Spark's own
-``saveAsTable`` drops a table it overwrites, and with it a Delta table's history; its
-``writeTo`` plans writes for V2 catalogs only.
+``spark.sources.callback_service``) and its session extension, and installs the process's
+hooks (``spark.sources.activation``): ``saveAsTable`` and ``writeTo`` are routed from Python,
+since Spark's own ``saveAsTable`` drops a table it overwrites, and with it a Delta table's
+history, and its ``writeTo`` plans writes for V2 catalogs only. Sessions it enables also serve
+Delta's SQL statements (``sql``).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import SparkSession
 
-from delta_pyspark.exceptions import DeltaIllegalArgumentException, DeltaJvmExtensionError
-from delta_pyspark.spark import planner
-from delta_pyspark.spark.integration import (
+from delta_pyspark import sql
+from delta_pyspark.exceptions import DeltaIllegalArgumentException
+from delta_pyspark.spark.jvm.bridge import (
     check_not_connect,
     check_spark_version,
-    on_every_session,
-    route_save_as_table,
-    route_writer_v2,
     with_extension_jar,
 )
-from delta_pyspark.spark.table_writes import TableDefinition, save_as_table, write_to
+from delta_pyspark.spark.sources.activation import install, when_enabled
+from delta_pyspark.spark.sources.callback_service import EXTENSIONS
 
 SESSION_DEFAULTS = {
     # Spark writes INT96 timestamps by default: no Parquet statistics, poor interop.
@@ -54,8 +53,8 @@ def configure_spark_with_delta(builder: SparkSession.Builder) -> SparkSession.Bu
         builder = builder.config(key, value)
     builder = builder.config("spark.jars", with_extension_jar(options.get("spark.jars")))
     extensions = [e for e in (options.get("spark.sql.extensions") or "").split(",") if e]
-    if planner.EXTENSIONS not in extensions:
-        extensions.append(planner.EXTENSIONS)
+    if EXTENSIONS not in extensions:
+        extensions.append(EXTENSIONS)
     builder = builder.config("spark.sql.extensions", ",".join(extensions))
     install()
     return builder
@@ -76,41 +75,5 @@ def _refuse_delta_spark_confs(options: dict[str, Any]) -> None:
         )
 
 
-def _enable(spark: SparkSession) -> bool:
-    """Register the planner's callback and the SQL statements' with the session's JVM
-    (idempotent); False when the session cannot read through the planner."""
-    if not planner.enable(spark):
-        return False
-    from delta_pyspark import sql  # the API module over ``tables``, which imports this one
-    from delta_pyspark.spark.managed_catalog import attach_from_conf
-
-    sql.enable(spark)
-    attach_from_conf(spark)
-    return True
-
-
-def load_table(spark: SparkSession, path: str, options: dict[str, str]) -> DataFrame:
-    """``spark.read.format("delta").options(options).load(path)``, for callers holding a
-    path (``DeltaTable.toDF``, table names)."""
-    if not _enable(spark):
-        raise DeltaJvmExtensionError(
-            "this SparkSession lacks delta-pyspark's JVM helper or session extension, which "
-            "reading Delta tables needs: build it with "
-            "delta_pyspark.configure_spark_with_delta(builder).getOrCreate()"
-        )
-    return planner.load(spark, path, options)
-
-
-def install() -> None:
-    """Once per process: every session registers the Python core with its JVM as soon as it
-    exists (a first ``spark.sql`` on a Delta table runs no Python of ours before Spark asks
-    it for files), and ``saveAsTable`` of ``format("delta")`` writers goes to
-    ``table_writes.save_as_table``, and ``df.writeTo(name)`` of a Delta table to
-    ``table_writes.write_to`` (every other write takes Spark's own path)."""
-    on_every_session(_enable)
-    route_save_as_table(save_as_table)
-    route_writer_v2(
-        lambda spark, df, action, definition, condition: write_to(
-            spark, df, action, TableDefinition.of(definition), condition
-        )
-    )
+# Every session the process enables also serves Delta's SQL statements.
+when_enabled(sql.enable)

@@ -9,37 +9,37 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
 
-from delta_pyspark.core import clustering
-from delta_pyspark.core.actions import remove_actions
-from delta_pyspark.core.delta_log import DeltaLog
-from delta_pyspark.core.generated_columns import GENERATION_EXPRESSION_KEY
-from delta_pyspark.core.identity_columns import check_definitions, identity_metadata
-from delta_pyspark.core.protocol_upgrade import add_feature, upgrade_protocol
-from delta_pyspark.core.schema import StructField, StructType
-from delta_pyspark.core.snapshot import Snapshot
-from delta_pyspark.core.table_definition import partition_names, table_metadata
-from delta_pyspark.core.table_features import (
+from delta_pyspark.core.commands import clustering
+from delta_pyspark.core.commands.protocol_upgrade import add_feature, upgrade_protocol
+from delta_pyspark.core.protocol.actions import remove_actions
+from delta_pyspark.core.protocol.generated_columns import GENERATION_EXPRESSION_KEY
+from delta_pyspark.core.protocol.identity_columns import check_definitions, identity_metadata
+from delta_pyspark.core.protocol.schema import StructField, StructType
+from delta_pyspark.core.protocol.table_features import (
     implied_writer_features,
     protocol_for,
     reader_features,
 )
-from delta_pyspark.core.transaction import Transaction
+from delta_pyspark.core.snapshot.delta_log import DeltaLog
+from delta_pyspark.core.snapshot.snapshot import Snapshot
+from delta_pyspark.core.transaction.optimistic_transaction import Transaction
+from delta_pyspark.core.transaction.table_definition import partition_names, table_metadata
 from delta_pyspark.exceptions import (
     DeltaAnalysisException,
     DeltaIllegalArgumentException,
     DeltaTableNotFoundError,
 )
-from delta_pyspark.session import install, load_table
 from delta_pyspark.spark import arguments as args
-from delta_pyspark.spark.catalog import lookup, register, table_location
-from delta_pyspark.spark.delete import execute_delete
-from delta_pyspark.spark.generated_columns import validate as validate_generated_columns
-from delta_pyspark.spark.merge import DeltaMergeBuilder
+from delta_pyspark.spark.catalog.session_catalog import lookup, register, table_location
+from delta_pyspark.spark.columns.generated_columns import validate as validate_generated_columns
+from delta_pyspark.spark.commands.delete import execute_delete
+from delta_pyspark.spark.commands.merge import DeltaMergeBuilder
+from delta_pyspark.spark.commands.update import execute_update
+from delta_pyspark.spark.sources.activation import install, load_table
 from delta_pyspark.spark.types import from_spark_schema
-from delta_pyspark.spark.update import execute_update
 
 if TYPE_CHECKING:
-    from delta_pyspark.spark.optimize import DeltaOptimizeBuilder
+    from delta_pyspark.spark.commands.optimize import DeltaOptimizeBuilder
 
 # The columns of ``history()`` and ``detail()`` (and of SQL DESCRIBE HISTORY / DETAIL).
 HISTORY_DDL = (
@@ -135,7 +135,7 @@ class DeltaTable:
         """``toDF()`` plus delta-spark's ``_metadata`` struct of ``row_id`` and
         ``row_commit_version`` (stable values; row tracking must be enabled), which Spark's
         own ``_metadata`` column cannot carry through this package's scan."""
-        from delta_pyspark.spark.row_tracking import read_with_row_tracking
+        from delta_pyspark.spark.columns.row_tracking import read_with_row_tracking
 
         df = read_with_row_tracking(self._spark, self._snapshot())
         return df.alias(self._alias) if self._alias else df
@@ -206,8 +206,8 @@ class DeltaTable:
 
     def dropFeatureSupport(self, featureName: str, truncateHistory: bool | None = None) -> None:
         """ALTER TABLE DROP FEATURE: remove the feature's traces, then drop it from the
-        protocol (delta-spark's rules and errors; ``spark/drop_feature.py``)."""
-        from delta_pyspark.spark.drop_feature import drop_table_feature
+        protocol (delta-spark's rules and errors; ``spark/commands/drop_feature.py``)."""
+        from delta_pyspark.spark.commands.drop_feature import drop_table_feature
 
         args.check_str(featureName, "featureName")
         if truncateHistory is not None:
@@ -248,14 +248,14 @@ class DeltaTable:
 
     def optimize(self) -> DeltaOptimizeBuilder:
         """Start an OPTIMIZE (bin-packing compaction or Z-ordering) of this table."""
-        from delta_pyspark.spark.optimize import DeltaOptimizeBuilder
+        from delta_pyspark.spark.commands.optimize import DeltaOptimizeBuilder
 
         return DeltaOptimizeBuilder(self._spark, self._log)
 
     def reorgPurge(self, condition: str | None = None) -> DataFrame:
         """REORG TABLE ... [WHERE partition predicate] APPLY (PURGE): rewrite the files
         that carry deletion vectors so soft-deleted rows are physically gone."""
-        from delta_pyspark.spark.optimize import execute_purge
+        from delta_pyspark.spark.commands.optimize import execute_purge
 
         return execute_purge(self._spark, self._log, condition)
 
@@ -268,7 +268,7 @@ class DeltaTable:
         ``spark.databricks.delta.vacuum.trustDamagedLog=true`` runs it past the missing-file
         check.
         """
-        from delta_pyspark.spark.vacuum import execute_vacuum
+        from delta_pyspark.spark.commands.vacuum import execute_vacuum
 
         hours = None if retentionHours is None else _hours(retentionHours)
         return execute_vacuum(
@@ -276,12 +276,12 @@ class DeltaTable:
         )
 
     def restoreToVersion(self, version: int) -> DataFrame:
-        from delta_pyspark.spark.restore import execute_restore
+        from delta_pyspark.spark.commands.restore import execute_restore
 
         return execute_restore(self._spark, self._log, version=args.check_int(version, "version"))
 
     def restoreToTimestamp(self, timestamp: str) -> DataFrame:
-        from delta_pyspark.spark.restore import execute_restore
+        from delta_pyspark.spark.commands.restore import execute_restore
 
         return execute_restore(
             self._spark, self._log, timestamp=args.check_str(timestamp, "timestamp")
@@ -325,7 +325,7 @@ class DeltaTable:
         version: int | None = None,
         timestamp: str | None = None,
     ) -> DeltaTable:
-        from delta_pyspark.spark.clone import execute_clone
+        from delta_pyspark.spark.commands.clone import execute_clone
 
         args.check_str(target, "target")
         args.check_bool(shallow, "isShallow")
@@ -358,13 +358,13 @@ class DeltaTable:
         partitionSchema: str | Any | None = None,
     ) -> DeltaTable:
         """Turn a Parquet directory (``parquet.`path```) into a Delta table in place."""
-        from delta_pyspark.spark.convert import convert_to_delta
+        from delta_pyspark.spark.commands.convert import convert_to_delta
 
         return cls(sparkSession, convert_to_delta(sparkSession, identifier, partitionSchema))
 
     def generate(self, mode: str) -> None:
         """Generate ``symlink_format_manifest`` files for engines that read manifests."""
-        from delta_pyspark.core.manifest import generate_manifest
+        from delta_pyspark.core.transaction.manifest import generate_manifest
 
         generate_manifest(self._log, mode)
 
@@ -372,23 +372,23 @@ class DeltaTable:
 
     def addConstraint(self, name: str, expression: str) -> None:
         """ALTER TABLE ADD CONSTRAINT: fails if an existing row violates ``expression``."""
-        from delta_pyspark.spark.constraints import add_constraint
+        from delta_pyspark.spark.commands.constraints import add_constraint
 
         add_constraint(self._spark, self._log, name, expression)
 
     def dropConstraint(self, name: str, ifExists: bool = True) -> None:
-        from delta_pyspark.spark.constraints import drop_constraint
+        from delta_pyspark.spark.commands.constraints import drop_constraint
 
         drop_constraint(self._log, name, if_exists=ifExists)
 
     def setProperties(self, properties: Mapping[str, str]) -> None:
         """ALTER TABLE SET TBLPROPERTIES: one metadata (and, if needed, protocol) commit."""
-        from delta_pyspark.core.alter_table import set_properties
+        from delta_pyspark.core.commands.alter_table import set_properties
 
         set_properties(self._log, {k: str(v) for k, v in properties.items()})
 
     def unsetProperties(self, keys: list[str], ifExists: bool = False) -> None:
-        from delta_pyspark.core.alter_table import unset_properties
+        from delta_pyspark.core.commands.alter_table import unset_properties
 
         unset_properties(self._log, list(keys), if_exists=ifExists)
 

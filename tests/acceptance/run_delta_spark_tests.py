@@ -58,7 +58,7 @@ _IMPORTS = [
         "from delta.tables import DeltaTable, DeltaTableBuilder, DeltaOptimizeBuilder, "
         "IdentityGenerator",
         "from delta_pyspark.tables import DeltaTable, DeltaTableBuilder, IdentityGenerator\n"
-        "from delta_pyspark.spark.optimize import DeltaOptimizeBuilder",
+        "from delta_pyspark.spark.commands.optimize import DeltaOptimizeBuilder",
     ),
     (
         "from delta.testing.utils import DeltaTestCase",

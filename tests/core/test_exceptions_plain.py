@@ -1,6 +1,6 @@
 """The core's exception classes are plain Python: in an interpreter where pyspark cannot be
 imported they derive only from builtins and each other (the Spark layer adds PySpark's bases
-when it is imported, see ``delta_pyspark.spark.integration``), and they still pickle whole."""
+when it is imported, see ``delta_pyspark.spark.jvm.bridge``), and they still pickle whole."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ class NoSpark:
         return None
 
 sys.meta_path.insert(0, NoSpark())
-import delta_pyspark.core.restore as restore
+import delta_pyspark.core.commands.restore as restore
 from delta_pyspark import exceptions as ex
 
 classes = [v for v in vars(ex).values() if isinstance(v, type) and issubclass(v, ex.DeltaError)]

@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from delta_pyspark.core.transaction import Transaction
+from delta_pyspark.core.transaction.optimistic_transaction import Transaction
 
 
 @contextmanager

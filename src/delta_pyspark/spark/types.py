@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from delta_pyspark.core.generated_columns import (
+from delta_pyspark.core.protocol.generated_columns import (
     GENERATION_EXPRESSION_KEY,
     split_generation_clauses,
 )
-from delta_pyspark.core.schema import DataType, StructField, StructType
+from delta_pyspark.core.protocol.schema import DataType, StructField, StructType
 
 
 def to_spark_type(dt: DataType) -> Any:
@@ -35,8 +35,8 @@ def spark_schema_from_ddl(spark: Any, ddl: str) -> Any:
 
     from pyspark.sql.types import StructType as SparkStruct
 
-    from delta_pyspark.core.identity_columns import split_identity_clauses
-    from delta_pyspark.spark.integration import jvm
+    from delta_pyspark.core.protocol.identity_columns import split_identity_clauses
+    from delta_pyspark.spark.jvm.bridge import jvm
 
     ddl, identities = split_identity_clauses(ddl)
     ddl, generated = split_generation_clauses(ddl)

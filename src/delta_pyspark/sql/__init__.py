@@ -14,7 +14,7 @@ the table's path from ``DeltaCommands.timeTravel``.
 Conditions, assignments and values are handed to the Python API as the user's SQL text, cut
 out of the statement by ``text``'s tokenizer (aware of quotes, backticks, parentheses),
 so Spark parses each expression as written. Errors raised here reach the user as the same
-typed exception (``planner._answer_error``'s tokens).
+typed exception (``callback_service.answer_error``'s tokens).
 
 Table names resolve as delta-spark's: ``delta.`path``` is a path; a name is looked up in the
 session catalog (its location), and a name the catalog does not know falls back to where

@@ -7,23 +7,23 @@ from dataclasses import dataclass, replace
 
 from pyspark.sql import SparkSession
 
-from delta_pyspark.core.clustering import alter_clustering
-from delta_pyspark.core.column_changes import (
+from delta_pyspark.core.commands.clustering import alter_clustering
+from delta_pyspark.core.commands.column_changes import (
     ColumnChange,
     change_columns,
     drop_columns,
     rename_column,
     sync_identity,
 )
-from delta_pyspark.core.delta_log import DeltaLog
-from delta_pyspark.core.schema import DataType, data_type_from_json
+from delta_pyspark.core.protocol.schema import DataType, data_type_from_json
+from delta_pyspark.core.snapshot.delta_log import DeltaLog
 from delta_pyspark.exceptions import (
     DeltaAnalysisException,
     DeltaParseException,
     DeltaUnsupportedOperationException,
 )
-from delta_pyspark.spark.identity import value_range
-from delta_pyspark.spark.integration import (
+from delta_pyspark.spark.columns.identity import value_range
+from delta_pyspark.spark.jvm.bridge import (
     jvm,
 )
 from delta_pyspark.sql.statement import Statement, nothing
@@ -319,9 +319,9 @@ def _data_type(spark: SparkSession, text: str) -> DataType:
 
 
 def _add_columns(spark: SparkSession, path: str, ddl: str) -> None:
-    from delta_pyspark.core.alter_table import add_columns
-    from delta_pyspark.core.generated_columns import generation_expressions
-    from delta_pyspark.core.identity_columns import identity_columns
+    from delta_pyspark.core.commands.alter_table import add_columns
+    from delta_pyspark.core.protocol.generated_columns import generation_expressions
+    from delta_pyspark.core.protocol.identity_columns import identity_columns
     from delta_pyspark.spark.types import from_spark_schema, spark_schema_from_ddl
 
     for column in split_top(ddl):

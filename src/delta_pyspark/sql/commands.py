@@ -12,8 +12,9 @@ from delta_pyspark.exceptions import (
     DeltaTableNotFoundError,
     DeltaUnsupportedOperationException,
 )
-from delta_pyspark.spark.catalog import lookup, refresh
-from delta_pyspark.spark.integration import (
+from delta_pyspark.spark.catalog.session_catalog import lookup, refresh
+from delta_pyspark.spark.commands.table_writes import TableDefinition, replace_table
+from delta_pyspark.spark.jvm.bridge import (
     helper_class,
     java_frame,
     python_frame,
@@ -21,8 +22,7 @@ from delta_pyspark.spark.integration import (
     serve_callbacks,
     table_definition,
 )
-from delta_pyspark.spark.planner import _answer_error
-from delta_pyspark.spark.table_writes import TableDefinition, replace_table
+from delta_pyspark.spark.sources.callback_service import answer_error
 from delta_pyspark.sql.grammar import parse
 from delta_pyspark.sql.resolve import resolve
 from delta_pyspark.sql.statement import Statement
@@ -81,7 +81,7 @@ class DeltaCommands:
                 return "N"
             return "O" + statement.columns
         except Exception as e:  # answered as text: the JVM raises it, the user gets ``e``
-            return _answer_error(e)
+            return answer_error(e)
 
     def run(self, session: Any, sql: str) -> Any:
         try:
@@ -99,7 +99,7 @@ class DeltaCommands:
                 result = spark.createDataFrame([], StructType([]))
             return java_frame(result)
         except Exception as e:
-            return _answer_error(e)
+            return answer_error(e)
 
     def timeTravel(self, session: Any, nameParts: str, version: str, timestampSql: str) -> str:
         try:
@@ -115,7 +115,7 @@ class DeltaCommands:
             timestamp = _timestamp_text(spark, timestampSql) if timestampSql else ""
             return f"O{location}\0{version}\0{timestamp}"
         except Exception as e:
-            return _answer_error(e)
+            return answer_error(e)
 
     def replace(self, session: Any, definition: Any, data: Any) -> str:
         try:
@@ -128,7 +128,7 @@ class DeltaCommands:
             )
             return "O"
         except Exception as e:
-            return _answer_error(e)
+            return answer_error(e)
 
     class Java:
         implements: ClassVar[list[str]] = ["deltapyspark.DeltaCommands"]

@@ -2,7 +2,7 @@
 would look ``delta`` up as a database; delta-spark's catalog reads the name as a path, and so
 does this), and a catalog-managed table by name (``TBLPROPERTIES
 ('delta.feature.catalogManaged' = 'supported')``: made by the attached catalog,
-``spark/managed_catalog.py``), and a table by name declaring generated columns (Spark's
+``spark/catalog/managed_tables.py``), and a table by name declaring generated columns (Spark's
 own command refuses them). ``CREATE OR REPLACE`` is the session parser's REPLACE
 (``table_writes.replace_table``); every other CREATE TABLE is Spark's.
 """
@@ -14,12 +14,12 @@ from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
 
-from delta_pyspark.core.generated_columns import has_generation_clause
-from delta_pyspark.core.identity_columns import IDENTITY_CLAUSE
+from delta_pyspark.core.protocol.generated_columns import has_generation_clause
+from delta_pyspark.core.protocol.identity_columns import IDENTITY_CLAUSE
 from delta_pyspark.exceptions import DeltaAnalysisException, DeltaUnsupportedOperationException
-from delta_pyspark.spark.catalog import lookup, register, table_location
-from delta_pyspark.spark.managed_catalog import create_catalog_table
-from delta_pyspark.spark.table_writes import TableDefinition, create_at_path
+from delta_pyspark.spark.catalog.managed_tables import create_catalog_table
+from delta_pyspark.spark.catalog.session_catalog import lookup, register, table_location
+from delta_pyspark.spark.commands.table_writes import TableDefinition, create_at_path
 from delta_pyspark.spark.types import from_spark_schema, spark_schema_from_ddl
 from delta_pyspark.sql.statement import Statement
 from delta_pyspark.sql.text import StatementParser, TableRef, parse_properties, split_top

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame, SparkSession
 
-from delta_pyspark.core.delta_log import DeltaLog
-from delta_pyspark.core.schema import StructField
+from delta_pyspark.core.protocol.schema import StructField
+from delta_pyspark.core.snapshot.delta_log import DeltaLog
 from delta_pyspark.spark.types import to_spark_type
 from delta_pyspark.sql.statement import Statement
 from delta_pyspark.sql.text import StatementParser

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
-from delta_pyspark.core.delta_log import DeltaLog
-from delta_pyspark.core.log_store import to_local_path
+from delta_pyspark.core.snapshot.delta_log import DeltaLog
+from delta_pyspark.core.storage.log_store import to_local_path
 from delta_pyspark.exceptions import (
     DeltaTableNotFoundError,
 )
-from delta_pyspark.spark.catalog import table_location
-from delta_pyspark.spark.integration import (
+from delta_pyspark.spark.catalog.session_catalog import table_location
+from delta_pyspark.spark.jvm.bridge import (
     classic_session,
     jvm,
 )

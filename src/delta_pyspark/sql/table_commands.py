@@ -5,13 +5,18 @@ from __future__ import annotations
 
 from pyspark.sql import DataFrame, SparkSession
 
-from delta_pyspark.core.delta_log import DeltaLog
-from delta_pyspark.core.restore import METRIC_COLUMNS
+from delta_pyspark.core.commands.restore import METRIC_COLUMNS
+from delta_pyspark.core.snapshot.delta_log import DeltaLog
 from delta_pyspark.exceptions import (
     DeltaUnsupportedOperationException,
 )
-from delta_pyspark.spark.managed_catalog import catalog_table_name, drop_catalog_table
-from delta_pyspark.spark.optimize import METRICS_DDL, OptimizeSpec, metrics_frame, run_optimize
+from delta_pyspark.spark.catalog.managed_tables import catalog_table_name, drop_catalog_table
+from delta_pyspark.spark.commands.optimize import (
+    METRICS_DDL,
+    OptimizeSpec,
+    metrics_frame,
+    run_optimize,
+)
 from delta_pyspark.sql.create_table import (
     asks_catalog_managed,
     create_table,
@@ -216,7 +221,7 @@ def create(p: StatementParser) -> Statement | None:
     destination = location or target.delta_path or target.text
 
     def run(spark: SparkSession, path: str) -> DataFrame:
-        from delta_pyspark.spark.clone import execute_clone, target_location
+        from delta_pyspark.spark.commands.clone import execute_clone, target_location
 
         if if_not_exists and DeltaLog(target_location(spark, destination)).is_delta_table():
             result_row: tuple[int, ...] = (0,) * len(_CLONE_COLUMNS)

@@ -1,0 +1,2 @@
+"""Reading a table's changes: the change data feed's files and rows per version, and what a
+streaming read delivers and where it stands."""

@@ -1,0 +1,2 @@
+"""Snapshots: one immutable table version, the ``DeltaLog`` handle that loads (and caches)
+them, and time-travel arguments."""

@@ -1,0 +1,199 @@
+"""Catalog-managed tables from Spark: the catalog of record behind the session's names.
+
+A session attached to a catalog (``use_catalog(spark, url)``, or the conf
+``spark.delta_pyspark.catalog.url`` when the session is built) makes two things true:
+
+- every shared log handle of a table the catalog manages commits and reads through it
+  (``core.delta_log.set_coordinator_resolver``), so each Spark entry point — reads, writes,
+  SQL DML, streaming — works on such a table unchanged, and path access goes through the
+  catalog too instead of being refused;
+- the catalog's tables are entries of Spark's session catalog (external, at their
+  locations), so SQL and ``spark.table`` resolve their names. Tables another process creates
+  later appear after ``sync_catalog(spark)``.
+
+``with delta_pyspark.transaction(spark):`` commits the block's writes and DML on several
+of the catalog's tables atomically (``core.multi_table``).
+
+``CREATE TABLE name (...) USING delta TBLPROPERTIES ('delta.feature.catalogManaged' =
+'supported')`` creates one (``sql/create_table.py``); ``DROP TABLE`` of one removes it from
+both catalogs and leaves its files, as the core's ``Catalog.drop_table`` does. VACUUM,
+OPTIMIZE and REORG run only when the catalog permits them
+(``spark.delta_pyspark.catalog.allowMaintenance``).
+"""
+
+from __future__ import annotations
+
+import threading
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING
+
+from delta_pyspark.core.catalog.managed_tables import Catalog
+from delta_pyspark.core.catalog.multi_table import MultiTableTransaction
+from delta_pyspark.core.protocol.schema import StructType, schema_to_string
+from delta_pyspark.core.protocol.table_properties import validate_properties
+from delta_pyspark.core.snapshot.delta_log import set_coordinator_resolver
+from delta_pyspark.exceptions import DeltaAnalysisException
+from delta_pyspark.spark.catalog.session_catalog import lookup, register
+from delta_pyspark.spark.jvm.bridge import classic_session
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+URL_CONF = "spark.delta_pyspark.catalog.url"
+WAREHOUSE_CONF = "spark.delta_pyspark.catalog.warehouse"
+MAINTENANCE_CONF = "spark.delta_pyspark.catalog.allowMaintenance"
+CATALOG_MANAGED_PROPERTY = "delta.feature.catalogManaged"
+
+_lock = threading.Lock()
+_attached: dict[str, Catalog] = {}  # the process's catalog, by URL (at most one)
+
+
+def use_catalog(
+    spark: SparkSession,
+    url: str | None,
+    warehouse: str | None = None,
+    allow_maintenance: bool = False,
+) -> Catalog | None:
+    """Attach the process to the catalog at ``url`` (None: detach) and register its tables
+    in ``spark``'s session catalog; returns the catalog."""
+    with _lock:
+        for old in _attached.values():
+            old.close()
+        _attached.clear()
+        if url is None:
+            set_coordinator_resolver(None)
+            spark.conf.unset(URL_CONF)
+            return None
+        catalog = Catalog.open(url, warehouse, allow_maintenance=allow_maintenance)
+        _attached[url] = catalog
+        set_coordinator_resolver(catalog.coordinator_for)
+    spark.conf.set(URL_CONF, url)
+    sync_catalog(spark)
+    return catalog
+
+
+def attach_from_conf(spark: SparkSession) -> None:
+    """``use_catalog`` with the session's confs, once (a session built with the URL)."""
+    url = spark.conf.get(URL_CONF, None)
+    if not url or url in _attached:
+        return
+    warehouse = spark.conf.get(WAREHOUSE_CONF, None)
+    maintenance = str(spark.conf.get(MAINTENANCE_CONF, "false")).lower() == "true"
+    use_catalog(spark, url, warehouse, maintenance)
+
+
+def attached() -> Catalog | None:
+    """The catalog the process is attached to, if any."""
+    with _lock:
+        return next(iter(_attached.values()), None)
+
+
+def sync_catalog(spark: SparkSession) -> list[str]:
+    """Register the attached catalog's tables Spark's session catalog lacks; their names."""
+    catalog = attached()
+    if catalog is None:
+        return []
+    added = []
+    for entry in catalog.tables():
+        if lookup(spark, entry.name) is None:
+            _register(spark, entry.name, entry.location)
+            added.append(entry.name)
+    return added
+
+
+def transaction(spark: SparkSession) -> AbstractContextManager[MultiTableTransaction]:
+    """``with delta_pyspark.transaction(spark) as tx:`` — the writes and DML of the block on
+    the attached catalog's catalog-managed tables (one operation per table) commit together,
+    atomically, when it ends; an exception commits none of them."""
+    catalog = attached()
+    if catalog is None:
+        raise DeltaAnalysisException(
+            f"a multi-table transaction needs the session attached to a catalog (set {URL_CONF} "
+            "or call delta_pyspark.use_catalog(spark, url))"
+        )
+    return catalog.transaction().collecting()
+
+
+def create_catalog_table(
+    spark: SparkSession,
+    name: str,
+    schema: StructType,
+    partitioning: list[str],
+    properties: dict[str, str],
+    location: str | None,
+    comment: str | None,
+    if_not_exists: bool,
+) -> None:
+    """Create ``name`` as a catalog-managed table of the attached catalog and register it."""
+    catalog = attached()
+    if catalog is None:
+        raise DeltaAnalysisException(
+            f"CREATE TABLE {name} with {CATALOG_MANAGED_PROPERTY}: the session is attached to "
+            f"no catalog (set {URL_CONF} or call delta_pyspark.use_catalog(spark, url))"
+        )
+    if if_not_exists and (lookup(spark, name) is not None or name in _names(catalog)):
+        return
+    requested = validate_properties(properties, creating=True)
+    requested.pop(CATALOG_MANAGED_PROPERTY, None)  # the catalog adds the feature itself
+    catalog.create_table(
+        name,
+        schema_to_string(schema),
+        partitioning,
+        requested,
+        location,
+        catalog_managed=True,
+        description=comment,
+    )
+    _register(spark, name, catalog.table(name).location)
+
+
+def drop_catalog_table(spark: SparkSession, name: str) -> None:
+    """DROP TABLE of an attached catalog's table: out of both catalogs, its files kept (as
+    the core's ``Catalog.drop_table``)."""
+    catalog = attached()
+    if catalog is not None:
+        catalog.drop_table(name)
+    spark.sql(f"DROP TABLE IF EXISTS {_quoted(name)}")  # now Spark's: the catalog lacks it
+
+
+def catalog_table_name(parts: tuple[str, ...]) -> str | None:
+    """The attached catalog's name for a statement's table reference, if it has it."""
+    catalog = attached()
+    if catalog is None:
+        return None
+    names = _names(catalog)
+    if parts and parts[0].lower() == "spark_catalog":
+        parts = parts[1:]
+    for candidate in (".".join(parts), ".".join(parts[1:]) if len(parts) > 1 else ""):
+        if candidate in names:
+            return candidate
+    return None
+
+
+def _names(catalog: Catalog) -> set[str]:
+    return {entry.name for entry in catalog.tables()}
+
+
+def _register(spark: SparkSession, name: str, location: str) -> None:
+    if "." in name:
+        database = name.rsplit(".", 1)[0]
+        catalog = classic_session(spark).sessionState().catalog()
+        if not catalog.databaseExists(database):
+            spark.sql(f"CREATE DATABASE IF NOT EXISTS {_quoted(database)}")
+    register(spark, name, location, managed=False)
+
+
+def _quoted(name: str) -> str:
+    return ".".join(f"`{part}`" for part in name.split("."))
+
+
+__all__ = [
+    "CATALOG_MANAGED_PROPERTY",
+    "attach_from_conf",
+    "attached",
+    "create_catalog_table",
+    "drop_catalog_table",
+    "sync_catalog",
+    "transaction",
+    "use_catalog",
+]

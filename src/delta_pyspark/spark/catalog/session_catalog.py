@@ -1,0 +1,143 @@
+"""Delta tables by name: entries of Spark's session catalog.
+
+A table created by name (``saveAsTable``, ``CREATE TABLE``, CTAS) is registered in the
+session catalog with provider ``delta`` and its location: managed tables under the
+warehouse (DROP TABLE deletes their files), external ones at their path. Spark resolves
+the names itself (SQL, ``spark.table``, ``spark.catalog``); the log stays the source of
+truth for schema and properties (the ``delta`` source reads them from it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from delta_pyspark.core.protocol.schema import StructType
+from delta_pyspark.core.snapshot.delta_log import DeltaLog
+from delta_pyspark.core.storage.log_store import to_local_path
+from delta_pyspark.exceptions import DeltaIllegalArgumentException
+from delta_pyspark.spark.jvm.bridge import classic_session, helper_class, jvm, new_array
+from delta_pyspark.spark.types import to_spark_type
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+@dataclass(frozen=True)
+class CatalogEntry:
+    """What the session catalog knows of a table."""
+
+    database: str
+    table: str
+    location: str
+    provider: str
+    managed: bool
+
+
+def _identifier(spark: SparkSession, name: str) -> Any:
+    """``name`` (``t``, ``db.t``, ``spark_catalog.db.t``, backticks allowed) as the JVM's
+    ``TableIdentifier`` in the session catalog, the current database filled in."""
+    session = classic_session(spark)
+    try:
+        seq = session.sessionState().sqlParser().parseMultipartIdentifier(name)
+    except Exception as e:  # Spark's ParseException, through py4j
+        raise DeltaIllegalArgumentException(f"invalid table name {name!r}: {e}") from None
+    parts = [str(seq.apply(i)) for i in range(seq.size())]
+    if len(parts) == 3 and parts[0].lower() == "spark_catalog":
+        parts = parts[1:]
+    if not 1 <= len(parts) <= 2:
+        raise DeltaIllegalArgumentException(
+            f"invalid table name {name!r}: Delta tables live in the session catalog "
+            "(table, database.table or spark_catalog.database.table)"
+        )
+    database = parts[0] if len(parts) == 2 else spark.catalog.currentDatabase()
+    java = jvm(spark)
+    return java.org.apache.spark.sql.catalyst.TableIdentifier(
+        parts[-1], java.scala.Option.apply(database), java.scala.Option.apply("spark_catalog")
+    )
+
+
+def lookup(spark: SparkSession, name: str) -> CatalogEntry | None:
+    """The catalog's entry for table ``name``, or None when it has none."""
+    ident = _identifier(spark, name)
+    catalog = classic_session(spark).sessionState().catalog()
+    if not catalog.tableExists(ident):
+        return None
+    table = catalog.getTableMetadata(ident)
+    provider = table.provider()
+    return CatalogEntry(
+        database=str(table.identifier().database().get()),
+        table=str(table.identifier().table()),
+        location=to_local_path(str(table.location())),
+        provider=str(provider.get()).lower() if provider.isDefined() else "hive",
+        managed=str(table.tableType().name()) == "MANAGED",
+    )
+
+
+def default_location(spark: SparkSession, name: str) -> str:
+    """Where Spark puts the managed table ``name`` (under its database's location)."""
+    ident = _identifier(spark, name)
+    uri = classic_session(spark).sessionState().catalog().defaultTablePath(ident)
+    return to_local_path(str(uri)).rstrip("/")
+
+
+def table_location(spark: SparkSession, name: str) -> str:
+    """Where table ``name`` lives: its catalog entry's location, else where a managed table
+    of that name would be created."""
+    entry = lookup(spark, name)
+    return entry.location if entry is not None else default_location(spark, name)
+
+
+def _catalog_schema(location: str) -> tuple[str, Any]:
+    """The log's schema as Spark's catalog keeps it (partition columns last; reads take the
+    log's order), as JSON, and its partition columns as a JVM string array."""
+    snapshot = DeltaLog.for_table(location).snapshot()
+    parts = list(snapshot.partition_columns)
+    schema = snapshot.schema
+    ordered = StructType(
+        tuple(f for f in schema.fields if f.name not in parts)
+        + tuple(schema.field(p) for p in parts)
+    )
+    return to_spark_type(ordered).json(), parts
+
+
+def _writes_helper(spark: SparkSession) -> Any:
+    writes = helper_class(spark, "deltapyspark.DeltaWrites")
+    assert writes is not None  # a session reading Delta tables has the helper
+    return writes
+
+
+def _string_array(spark: SparkSession, values: list[str]) -> Any:
+    array = new_array(spark, jvm(spark).java.lang.String, len(values))
+    for i, value in enumerate(values):
+        array[i] = value
+    return array
+
+
+def register(spark: SparkSession, name: str, location: str, managed: bool) -> None:
+    """Register the Delta table at ``location`` as ``name`` in the session catalog."""
+    schema_json, parts = _catalog_schema(location)
+    ident = _identifier(spark, name)
+    _writes_helper(spark).register(
+        classic_session(spark),
+        ident.database().get(),
+        ident.table(),
+        location,
+        managed,
+        schema_json,
+        _string_array(spark, parts),
+    )
+
+
+def refresh(spark: SparkSession, entry: CatalogEntry) -> None:
+    """Make ``entry`` show its log's schema and partitioning again, after a change made by
+    name (REPLACE, ALTER TABLE, schema evolution): ``DESCRIBE`` and ``spark.catalog`` read
+    the entry, not the log."""
+    schema_json, parts = _catalog_schema(entry.location)
+    _writes_helper(spark).refresh(
+        classic_session(spark),
+        entry.database,
+        entry.table,
+        schema_json,
+        _string_array(spark, parts),
+    )

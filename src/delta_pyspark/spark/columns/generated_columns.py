@@ -1,0 +1,199 @@
+"""Generated columns in the data plane (PROTOCOL.md "Generated Columns").
+
+- ``validate``: delta-spark's creation checks that need Spark's analyzer (after the core's
+  Spark-free ones): the expression resolves against the table's non-generated columns, is
+  deterministic, calls no user-defined function, and its type is the column's type.
+- ``fill_missing``: a write that leaves a generated column out gets the expression's value.
+- ``checks``: the rule every write enforces (``spark/files/write_checks.guard_rows``): a given value
+  must equal the expression, null-safe (delta-spark's "Generated Column" constraint).
+- ``recompute``: UPDATE and MERGE recompute a generated column their clause does not set,
+  from the row's new values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from delta_pyspark.core.protocol.actions import Protocol
+from delta_pyspark.core.protocol.generated_columns import (
+    GENERATION_EXPRESSION_KEY,
+    check_generation_expressions,
+    generation_expressions,
+)
+from delta_pyspark.core.protocol.schema import StructType
+from delta_pyspark.exceptions import GeneratedColumnError
+from delta_pyspark.spark.types import relaxed, to_spark_type
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame, SparkSession
+
+_EXPRESSIONS = "org.apache.spark.sql.catalyst.expressions."
+# Spark's own metadata key for a column definition's GENERATED ALWAYS AS (its V2 catalogs')
+SPARK_GENERATION_KEY = "GENERATION_EXPRESSION"
+# deterministic for Spark, but a different value each query: delta-spark does not allow them
+_PER_QUERY = frozenset(
+    {
+        "CurrentDate",
+        "CurrentTimestamp",
+        "Now",
+        "LocalTimestamp",
+        "CurrentTimeZone",
+        "CurrentUser",
+        "CurrentDatabase",
+        "CurrentCatalog",
+        "CurrentBatchTimestamp",
+    }
+)
+
+
+def _quoted(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def validate(spark: SparkSession, schema: StructType) -> None:
+    """Refuse a schema whose generated columns delta-spark would refuse at creation."""
+    from pyspark.errors import AnalysisException
+    from pyspark.sql import functions as F
+
+    generated = generation_expressions(schema)
+    if not generated:
+        return
+    check_generation_expressions(schema)
+    base = StructType(tuple(f for f in schema.fields if f.name not in generated))
+    empty = spark.createDataFrame([], to_spark_type(base)) if base.fields else spark.range(0)
+    for name, text in generated.items():
+        try:
+            analysed = empty.select(F.expr(text).alias(name))
+            dtype = analysed.schema[name].dataType
+        except AnalysisException as e:
+            if "UNRESOLVED_COLUMN" in str(e) or "cannot be resolved" in str(e):
+                raise GeneratedColumnError(
+                    "A generated column cannot use a non-existent column or another generated "
+                    f"column: {name} GENERATED ALWAYS AS ({text}): {str(e).splitlines()[0]}",
+                    "DELTA_INVALID_GENERATED_COLUMN_REFERENCES",
+                ) from None
+            raise
+        _check_expression(spark, analysed, name, text)
+        expected = relaxed(to_spark_type(schema.field(name).type))
+        if relaxed(dtype) != expected:
+            raise GeneratedColumnError(
+                f"The expression type of the generated column {name} is "
+                f"{dtype.simpleString()}, but the column type is {expected.simpleString()}",
+                "DELTA_GENERATED_COLUMNS_EXPR_TYPE_MISMATCH",
+            )
+
+
+def _check_expression(spark: SparkSession, analysed: DataFrame, name: str, text: str) -> None:
+    """Walk the analysed expression top-down (as delta-spark does) for UDFs, aggregates and
+    non-deterministic expressions."""
+    from delta_pyspark.spark.jvm.bridge import java_frame, jvm
+
+    plan = java_frame(analysed).queryExecution().analyzed()
+    if plan.getClass().getSimpleName() != "Project":
+        raise GeneratedColumnError(
+            f"{text} cannot be used in a generated column ({name})",
+            "DELTA_UNSUPPORTED_EXPRESSION_GENERATED_COLUMN",
+        )
+    classes = jvm(spark).java.lang.Class
+    udf = classes.forName(_EXPRESSIONS + "UserDefinedExpression")
+    aggregate = classes.forName(_EXPRESSIONS + "aggregate.AggregateExpression")
+    pending = [plan.projectList().apply(0).child()]  # below the Alias
+    while pending:
+        node = pending.pop()
+        if udf.isInstance(node):
+            raise GeneratedColumnError(
+                f"Found {node.sql()}. A generated column cannot use a user-defined function "
+                f"({name})",
+                "DELTA_UDF_IN_GENERATED_COLUMN",
+            )
+        if node.getClass().getSimpleName() in _PER_QUERY:
+            raise GeneratedColumnError(
+                f"{node.sql()} cannot be used in a generated column ({name})",
+                "DELTA_UNSUPPORTED_EXPRESSION_GENERATED_COLUMN",
+            )
+        if aggregate.isInstance(node):
+            raise GeneratedColumnError(
+                f"Found {node.sql()}. A generated column cannot use an aggregate expression "
+                f"({name})",
+                "DELTA_AGGREGATE_IN_GENERATED_COLUMN",
+            )
+        if not node.deterministic():
+            raise GeneratedColumnError(
+                f"Found {node.sql()}. A generated column cannot use a non deterministic "
+                f"expression ({name})",
+                "DELTA_NON_DETERMINISTIC_EXPRESSION_IN_GENERATED_COLUMN",
+            )
+        children = node.children()
+        pending.extend(children.apply(i) for i in reversed(range(children.size())))
+
+
+def with_delta_keys(schema_json: dict[str, Any]) -> dict[str, Any]:
+    """A Spark schema (JSON) whose ``GENERATED ALWAYS AS`` columns Spark's parser marked with
+    its own key, marked with ``delta.generationExpression`` instead."""
+    fields = []
+    for f in schema_json.get("fields", []):
+        metadata = dict(f.get("metadata") or {})
+        if SPARK_GENERATION_KEY in metadata:
+            metadata[GENERATION_EXPRESSION_KEY] = metadata.pop(SPARK_GENERATION_KEY)
+        fields.append({**f, "metadata": metadata})
+    return {**schema_json, "fields": fields}
+
+
+def checks(schema: StructType, protocol: Protocol | None) -> list[tuple[str, str]]:
+    """``(column, rule)``: the null-safe equality each written row must satisfy."""
+    return [
+        (name, f"{_quoted(name)} <=> ({text})")
+        for name, text in generation_expressions(schema, protocol).items()
+    ]
+
+
+def missing(
+    schema: StructType, protocol: Protocol | None, df: DataFrame, omitted: set[str]
+) -> list[str]:
+    """The generated columns of the table that ``df`` (a write's data) leaves out: absent, or
+    in ``omitted`` (lower case: left out of an INSERT's column list, where Spark puts a NULL).
+    An explicit NULL is a value, which the write's check then refuses."""
+    generated = generation_expressions(schema, protocol)
+    if not generated:
+        return []
+    given = {c.lower() for c in df.columns} - omitted
+    return [n for n in generated if n.lower() not in given]
+
+
+def fill_missing(df: DataFrame, schema: StructType, names: Sequence[str]) -> DataFrame:
+    """``df`` (the table's columns, in order) with ``names`` computed by their expressions."""
+    from pyspark.sql import functions as F
+
+    if not names:
+        return df
+    exprs = generation_expressions(schema)
+    cols = [
+        F.expr(exprs[f.name]).cast(relaxed(to_spark_type(f.type))).alias(f.name)
+        if f.name in names
+        else F.col(_quoted(f.name))
+        for f in schema.fields
+    ]
+    return df.select(*cols)
+
+
+def recompute(
+    df: DataFrame, schema: StructType, protocol: Protocol | None, flag: str, codes: dict[str, Any]
+) -> DataFrame:
+    """``df`` (table columns plus the ``flag`` column) with each generated column recomputed
+    from the row's values where ``flag`` is one of ``codes[column]`` (the clauses, or the
+    UPDATE, that leave it unset)."""
+    from pyspark.sql import functions as F
+
+    exprs = generation_expressions(schema, protocol)
+    todo = {n: c for n, c in codes.items() if n in exprs and c}
+    if not todo:
+        return df
+    cols: list[Column] = []
+    for c in df.columns:
+        if c not in todo:
+            cols.append(F.col(_quoted(c)))
+            continue
+        value = F.expr(exprs[c]).cast(relaxed(to_spark_type(schema.field(c).type)))
+        cols.append(F.when(F.col(flag).isin(todo[c]), value).otherwise(F.col(_quoted(c))).alias(c))
+    return df.select(*cols)

@@ -1,0 +1,100 @@
+"""Writing OPTIMIZE bins: every bin becomes its own file, all bins in one Spark job.
+
+Rows get their bin's number through a broadcast join on the file they come from, then
+one shuffle sends bin ``i`` to Spark partition ``i`` exactly, so bins are never merged
+(no hash collisions) and each task writes one file. Spark's hash partitioner places a
+row by ``pmod(hash(key), n)``; the key of bin ``i`` is an int whose hash lands on ``i``,
+found once per ``n`` by Spark itself (so it is Spark's own hash, never re-implemented).
+Within a bin rows keep their order: by file, then by position in the file.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from delta_pyspark.core.commands.optimize_plan import Bin, bin_rows
+from delta_pyspark.core.snapshot.snapshot import Snapshot
+from delta_pyspark.spark.columns.row_tracking import preserved_columns, read_preserving
+from delta_pyspark.spark.files.scan import FILE_PATH, ROW_INDEX, file_uris
+from delta_pyspark.spark.files.write import write_compacted
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+_BIN_KEY = "__delta_bin_key"
+_FILE_ORDER = "__delta_file_order"
+_KEYS: dict[int, list[int]] = {}
+_KEYS_LOCK = threading.Lock()
+
+
+def partition_keys(spark: SparkSession, n: int) -> list[int]:
+    """``keys[i]``: an int that ``repartition(n, key)`` sends to Spark partition ``i``."""
+    from pyspark.sql import functions as F
+
+    with _KEYS_LOCK:
+        if n in _KEYS:
+            return _KEYS[n]
+    limit = max(256, 16 * n)
+    while True:
+        rows = (
+            spark.range(limit)
+            .select(F.col("id").cast("int").alias("k"))
+            .select("k", F.expr(f"pmod(hash(k), {n})").alias("p"))
+            .groupBy("p")
+            .agg(F.min("k").alias("k"))
+            .collect()
+        )
+        if len(rows) == n:
+            keys = [0] * n
+            for r in rows:
+                keys[int(r["p"])] = int(r["k"])
+            with _KEYS_LOCK:
+                _KEYS[n] = keys
+            return keys
+        limit *= 4
+
+
+def bin_frame(
+    spark: SparkSession, snapshot: Snapshot, files: pa.Table, bins: Sequence[Bin]
+) -> DataFrame:
+    """The rows of ``bins`` (table columns, then row tracking's), one Spark partition per
+    bin, in file order."""
+    from pyspark.sql import functions as F
+
+    rows = bin_rows(bins)
+    chosen = files.take(pa.array(rows, pa.int64()))
+    keys = partition_keys(spark, len(bins))
+    bin_keys = [keys[b] for b, bin_ in enumerate(bins) for _ in bin_.rows]
+    order = [pos for bin_ in bins for pos in range(len(bin_.rows))]
+    mapping = spark.createDataFrame(
+        pa.table(
+            {
+                FILE_PATH: pa.array(file_uris(snapshot, chosen), pa.string()),
+                _BIN_KEY: pa.array(bin_keys, pa.int32()),
+                _FILE_ORDER: pa.array(order, pa.int32()),
+            }
+        )
+    )
+    df = read_preserving(spark, snapshot, chosen, with_row_ids=True)
+    columns = [f"`{f.name}`" for f in snapshot.schema.fields]
+    parts = [f"`{c}`" for c in snapshot.partition_columns]
+    return (
+        df.join(F.broadcast(mapping), FILE_PATH)
+        .repartition(len(bins), _BIN_KEY)
+        .sortWithinPartitions(*parts, _FILE_ORDER, ROW_INDEX)
+        .select(*columns, *preserved_columns(snapshot))
+    )
+
+
+def write_bins(
+    spark: SparkSession, snapshot: Snapshot, files: pa.Table, bins: Sequence[Bin]
+) -> list[dict[str, Any]]:
+    """Rewrite each bin of ``files`` as one new file; their ``add`` actions (dataChange=false)."""
+    if not bins:
+        return []
+    df = bin_frame(spark, snapshot, files, bins)
+    return write_compacted(df, snapshot)

@@ -1,0 +1,372 @@
+"""CONVERT TO DELTA: a directory of Parquet files becomes a Delta table in place.
+
+Nothing is rewritten: the files are listed (hidden names such as ``_SUCCESS``,
+``.crc`` files and ``_``-directories without ``=`` skipped, as Spark's file index
+does), their Hive ``k=v`` directories are checked against the partition schema and
+turned into Delta's serialized partition values, the data schema is read from the
+Parquet footers (Spark's own schema when the file carries it, else the Parquet
+schema; files must agree, columns missing from some files are allowed), statistics
+come from the same footers, and version 0 is committed with one ``add`` per file.
+A directory that already is a Delta table is left alone.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any
+from zoneinfo import ZoneInfo
+
+import pyarrow.parquet as pq
+
+from delta_pyspark.core.protocol.partition_values import (
+    HIVE_DEFAULT_PARTITION,
+    parse_partition_value,
+    serialize_partition_value,
+    unescape_path_name,
+)
+from delta_pyspark.core.protocol.schema import (
+    TIMESTAMP,
+    TIMESTAMP_NTZ,
+    ArrayType,
+    DataType,
+    MapType,
+    StructField,
+    StructType,
+    schema_to_string,
+    type_name,
+)
+from delta_pyspark.core.protocol.schema_arrow import from_arrow_schema, to_arrow_schema
+from delta_pyspark.core.protocol.table_features import protocol_for
+from delta_pyspark.core.snapshot.delta_log import DeltaLog
+from delta_pyspark.core.stats.collection import collect_parquet_stats
+from delta_pyspark.core.stats.indexed_columns import stats_settings
+from delta_pyspark.core.storage.log_store import DirEntry, LogStore, to_local_path
+from delta_pyspark.core.transaction.optimistic_transaction import Transaction
+from delta_pyspark.core.transaction.table_definition import table_metadata
+from delta_pyspark.exceptions import (
+    CorruptLogError,
+    DeltaAnalysisException,
+    DeltaError,
+    DeltaIllegalArgumentException,
+    ProtocolChangedException,
+)
+from delta_pyspark.spark.files.paths import to_log_path
+from delta_pyspark.spark.files.scan import session_time_zone
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+__all__ = ["convert_to_delta", "parse_identifier"]
+
+SPARK_SCHEMA_KEY = b"org.apache.spark.sql.parquet.row.metadata"
+_IDENTIFIER = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*\.\s*`(.+)`\s*$", re.DOTALL)
+_FOOTER_THREADS = 8
+
+
+def parse_identifier(identifier: str) -> tuple[str, str]:
+    """``parquet.`/path``` (or a bare path) to ``(format, path)``."""
+    m = _IDENTIFIER.match(identifier)
+    if m:
+        fmt, path = m.group(1).lower(), m.group(2).replace("``", "`")
+    elif "/" in identifier or identifier.startswith("file:"):
+        fmt, path = "parquet", identifier.strip()
+    else:
+        raise DeltaAnalysisException(
+            f"cannot convert {identifier!r}: give a path as parquet.`/path/to/dir` "
+            "(converting catalog tables by name is not supported)"
+        )
+    if not path.startswith("file:"):
+        path = os.path.abspath(path)
+    return fmt, path
+
+
+def convert_to_delta(spark: SparkSession, identifier: str, partition_schema: Any = None) -> str:
+    """Convert the Parquet directory ``identifier`` in place; returns the table path.
+
+    ``partition_schema``: None (unpartitioned), a DDL string (``"a INT, b STRING"``) or a
+    pyspark StructType naming the Hive partition columns of the directory layout.
+    """
+    fmt, path = parse_identifier(identifier)
+    log = DeltaLog.for_table(path)
+    if log.is_delta_table():
+        return path  # already converted: nothing to do
+    if fmt != "parquet":
+        raise DeltaAnalysisException(
+            f"CONVERT TO DELTA only supports parquet directories, not {fmt!r} ({identifier})"
+        )
+    root = to_local_path(path)
+    if not log.store.is_dir(root):
+        raise DeltaAnalysisException(f"cannot convert {path}: no such directory")
+    partitions = _partition_fields(spark, partition_schema)
+    listed = _list_data_files(log.store, root)
+    files = list(listed)
+    if not files:
+        raise DeltaAnalysisException(f"cannot convert {path}: it holds no Parquet data files")
+
+    values = _partition_values(files, partitions, session_time_zone(spark))
+    footers = _read_footers(log.store, root, files)
+    data_schema = _data_schema(footers, partitions)
+    schema = StructType(data_schema.fields + partitions.fields)
+    adds = _add_actions(log.store, listed, footers, values, data_schema)
+
+    metadata = table_metadata(None, schema, [f.name for f in partitions.fields], {})
+    txn = Transaction(log, None)
+    txn.update_protocol(protocol_for(schema, {}))
+    txn.update_metadata(metadata)
+    txn.add_files(adds)
+    try:
+        txn.commit(
+            "CONVERT",
+            {
+                "numFiles": len(adds),
+                "partitionedBy": [f.name for f in partitions.fields],
+                "collectStats": True,
+                "sourceFormat": "parquet",
+            },
+        )
+    except ProtocolChangedException:
+        if log.is_delta_table():  # a concurrent CONVERT won: same outcome
+            return path
+        raise
+    return path
+
+
+# ---------------------------------------------------------------------- listing
+
+
+def _hidden(name: str, is_dir: bool) -> bool:
+    """Spark's rule: ``_``/``.`` names are hidden, except ``_k=v`` partition directories."""
+    if name.startswith("."):
+        return True
+    return name.startswith("_") and not (is_dir and "=" in name)
+
+
+def _list_data_files(store: LogStore, root: str) -> dict[str, DirEntry]:
+    """The non-hidden files under ``root`` by relative path (``/``-separated, sorted);
+    links to files included, no link entered."""
+    out = {}
+    stack = [root]
+    while stack:
+        for entry in store.scan(stack.pop()):
+            if _hidden(entry.name, entry.is_dir):
+                continue
+            if entry.is_dir:
+                stack.append(entry.path)
+            elif not entry.is_link or entry.link_to_file:
+                out[os.path.relpath(entry.path, root).replace(os.sep, "/")] = entry
+    return dict(sorted(out.items()))
+
+
+# ---------------------------------------------------------------------- partitions
+
+
+def _partition_fields(spark: SparkSession, partition_schema: Any) -> StructType:
+    from pyspark.sql.types import StructType as SparkStruct
+
+    from delta_pyspark.spark.types import from_spark_schema
+
+    if partition_schema is None:
+        return StructType(())
+    if isinstance(partition_schema, str):
+        if not partition_schema.strip():
+            return StructType(())
+        try:
+            spark_schema = spark.createDataFrame([], partition_schema).schema
+        except Exception as e:  # pyspark's parse errors
+            raise DeltaIllegalArgumentException(
+                f"invalid partition schema {partition_schema!r}: {str(e).splitlines()[0]}"
+            ) from None
+    elif isinstance(partition_schema, SparkStruct):
+        spark_schema = partition_schema
+    else:
+        raise DeltaIllegalArgumentException(
+            "partitionSchema must be a DDL string or a pyspark StructType, "
+            f"not {type(partition_schema).__name__}"
+        )
+    fields = from_spark_schema(spark_schema).fields
+    names = [f.name.lower() for f in fields]
+    if len(set(names)) != len(names):
+        raise DeltaAnalysisException(f"partition schema repeats a column: {partition_schema!r}")
+    return StructType(tuple(StructField(f.name, f.type, True, {}) for f in fields))
+
+
+def _partition_values(
+    files: list[str], partitions: StructType, time_zone: str
+) -> list[dict[str, str | None]]:
+    """Each file's partition values in Delta's serialized form, from its directories."""
+    cache: dict[str, dict[str, str | None]] = {}
+    out = []
+    for rel in files:
+        directory = rel.rpartition("/")[0]
+        if directory not in cache:
+            cache[directory] = _directory_values(directory, rel, partitions, time_zone)
+        out.append(cache[directory])
+    return out
+
+
+def _directory_values(
+    directory: str, example: str, partitions: StructType, time_zone: str
+) -> dict[str, str | None]:
+    found: dict[str, str] = {}
+    for segment in directory.split("/") if directory else []:
+        if "=" not in segment:
+            continue
+        key, _, raw = segment.partition("=")
+        found[unescape_path_name(key).lower()] = raw
+    expected = [f.name for f in partitions.fields]
+    if sorted(found) != sorted(n.lower() for n in expected):
+        seen = ", ".join(sorted(found)) or "none"
+        raise DeltaAnalysisException(
+            f"file {example} does not match the partition schema: expected partition "
+            f"column(s) {', '.join(expected) or 'none'} in its directories, found {seen}"
+        )
+    return {
+        f.name: _serialize(found[f.name.lower()], f.type, f.name, example, time_zone)
+        for f in partitions.fields
+    }
+
+
+def _serialize(raw: str, dtype: DataType, column: str, example: str, time_zone: str) -> str | None:
+    """A Hive directory value as Delta stores it (typed, normalised, timestamps in UTC)."""
+    if raw == HIVE_DEFAULT_PARTITION:
+        return None
+    text = unescape_path_name(raw)
+    try:
+        if dtype == TIMESTAMP:  # Hive spells them in the session time zone, without offset
+            local = parse_partition_value(text, TIMESTAMP_NTZ)
+            value = local.replace(tzinfo=_zone(time_zone)) if local else None
+        else:
+            value = parse_partition_value(text, dtype)
+        return serialize_partition_value(value, dtype)
+    except (CorruptLogError, DeltaError, ValueError):
+        raise DeltaAnalysisException(
+            f"partition value {text!r} of column {column} (file {example}) is not a valid "
+            f"{type_name(dtype)}"
+        ) from None
+
+
+def _zone(name: str) -> dt.tzinfo:
+    """Spark's session time zone: a region id or a fixed offset such as ``+01:00``."""
+    m = re.fullmatch(r"(?:UTC|GMT)?([+-])(\d{1,2})(?::?(\d{2}))?", name.strip())
+    if m:
+        minutes = int(m.group(2)) * 60 + int(m.group(3) or 0)
+        return dt.timezone(dt.timedelta(minutes=minutes if m.group(1) == "+" else -minutes))
+    return ZoneInfo(name)
+
+
+# ---------------------------------------------------------------------- schema
+
+
+def _read_footers(store: LogStore, root: str, files: list[str]) -> list[pq.FileMetaData]:
+    def read(rel: str) -> pq.FileMetaData:
+        try:
+            with store.open_input(os.path.join(root, rel)) as source:
+                return pq.read_metadata(source)
+        except Exception as e:  # pyarrow raises ArrowInvalid / OSError for non-Parquet
+            raise DeltaAnalysisException(
+                f"cannot convert: {rel} is not a readable Parquet file ({e})"
+            ) from None
+
+    with ThreadPoolExecutor(max_workers=_FOOTER_THREADS) as pool:
+        return list(pool.map(read, files))
+
+
+def _file_schema(meta: pq.FileMetaData) -> StructType:
+    """A file's schema: Spark's (exact types) if the writer was Spark, else Parquet's."""
+    kv = meta.metadata or {}
+    if SPARK_SCHEMA_KEY in kv:
+        return StructType.from_json(json.loads(kv[SPARK_SCHEMA_KEY]))
+    return from_arrow_schema(meta.schema.to_arrow_schema())
+
+
+def _nullable(dt: DataType) -> DataType:
+    if isinstance(dt, StructType):
+        return StructType(tuple(StructField(f.name, _nullable(f.type), True, {}) for f in dt))
+    if isinstance(dt, ArrayType):
+        return ArrayType(_nullable(dt.element_type), True)
+    if isinstance(dt, MapType):
+        return MapType(_nullable(dt.key_type), _nullable(dt.value_type), True)
+    return dt
+
+
+def _merge(a: DataType, b: DataType, path: str) -> DataType:
+    """Union of two file schemas: structs gain fields, every other type must be equal."""
+    if isinstance(a, StructType) and isinstance(b, StructType):
+        by_name = {f.name.lower(): f for f in b.fields}
+        fields = []
+        for f in a.fields:
+            other = by_name.pop(f.name.lower(), None)
+            sub = f"{path}.{f.name}" if path else f.name
+            fields.append(
+                f if other is None else StructField(f.name, _merge(f.type, other.type, sub))
+            )
+        fields += [f for f in b.fields if f.name.lower() in by_name]
+        return StructType(tuple(fields))
+    if isinstance(a, ArrayType) and isinstance(b, ArrayType):
+        return ArrayType(_merge(a.element_type, b.element_type, f"{path}[]"), True)
+    if isinstance(a, MapType) and isinstance(b, MapType):
+        return MapType(
+            _merge(a.key_type, b.key_type, f"{path}.key"),
+            _merge(a.value_type, b.value_type, f"{path}.value"),
+            True,
+        )
+    if a != b:
+        raise DeltaAnalysisException(
+            f"cannot convert: the Parquet files disagree on the type of column {path} "
+            f"({type_name(a)} vs {type_name(b)})"
+        )
+    return a
+
+
+def _data_schema(footers: list[pq.FileMetaData], partitions: StructType) -> StructType:
+    distinct: dict[str, StructType] = {}
+    for meta in footers:
+        schema = _nullable(_file_schema(meta))
+        assert isinstance(schema, StructType)
+        distinct.setdefault(schema_to_string(schema), schema)
+    merged: DataType = StructType(())
+    for schema in distinct.values():
+        merged = _merge(merged, schema, "")
+    assert isinstance(merged, StructType)
+    clash = {f.name.lower() for f in merged.fields} & {f.name.lower() for f in partitions}
+    if clash:
+        raise DeltaAnalysisException(
+            f"cannot convert: partition column(s) {', '.join(sorted(clash))} also appear "
+            "inside the data files"
+        )
+    if not merged.fields:
+        raise DeltaAnalysisException("cannot convert: the Parquet files have no columns")
+    return merged
+
+
+# ---------------------------------------------------------------------- actions
+
+
+def _add_actions(
+    store: LogStore,
+    files: dict[str, DirEntry],
+    footers: list[pq.FileMetaData],
+    values: list[dict[str, str | None]],
+    data_schema: StructType,
+) -> list[dict[str, Any]]:
+    """``add`` actions as the writer builds them: URI-encoded relative path, footer stats."""
+    arrow_schema = to_arrow_schema(data_schema)
+    num_indexed, stats_cols = stats_settings({})
+    adds = []
+    for (rel, entry), meta, partition_values in zip(files.items(), footers, values, strict=True):
+        st = store.status(entry.path) if entry.is_link else entry
+        adds.append(
+            {
+                "path": to_log_path(rel),
+                "partitionValues": partition_values,
+                "size": st.size,
+                "modificationTime": st.modification_time,
+                "dataChange": True,
+                "stats": collect_parquet_stats(meta, arrow_schema, num_indexed, stats_cols),
+            }
+        )
+    return adds

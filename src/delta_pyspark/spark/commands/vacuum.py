@@ -1,0 +1,59 @@
+"""``DeltaTable.vacuum``: session confs in, a DataFrame out; the work is in
+``core/commands/vacuum.py`` (file-system I/O only, no rows involved)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from delta_pyspark.core.commands.vacuum import vacuum
+from delta_pyspark.core.commands.vacuum_plan import RETENTION_CHECK_CONF, TRUST_DAMAGED_LOG_CONF
+from delta_pyspark.core.snapshot.delta_log import DeltaLog
+from delta_pyspark.core.storage.commit_coordinator import check_maintenance
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+PARALLEL_DELETE_ENABLED_CONF = "spark.databricks.delta.vacuum.parallelDelete.enabled"
+PARALLEL_DELETE_CONF = "spark.databricks.delta.vacuum.parallelDelete.parallelism"
+
+
+def retention_check_enabled(spark: SparkSession) -> bool:
+    return str(spark.conf.get(RETENTION_CHECK_CONF, "true")).strip().lower() != "false"
+
+
+def trust_damaged_log(spark: SparkSession) -> bool:
+    return str(spark.conf.get(TRUST_DAMAGED_LOG_CONF, "false")).strip().lower() == "true"
+
+
+def execute_vacuum(
+    spark: SparkSession,
+    log: DeltaLog,
+    retention_hours: float | None = None,
+    dry_run: bool = False,
+) -> DataFrame:
+    """Run VACUUM. A dry run returns the files it would delete (column ``path``,
+    absolute local paths); a real run returns an empty DataFrame, as delta-spark's
+    Python API does, and records VACUUM START/END in the table history.
+
+    A damaged log (refused by the log reader, or live files missing: ``core/commands/vacuum.py``)
+    raises ``CorruptLogError`` and deletes nothing; the session conf
+    ``spark.databricks.delta.vacuum.trustDamagedLog=true`` skips the missing-file check.
+    """
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    check_maintenance(log.coordinator, log.table_root, "VACUUM")
+    # Deleting is file-system I/O: threads by default, one at a time if turned off.
+    parallel = str(spark.conf.get(PARALLEL_DELETE_ENABLED_CONF, "true")).lower() != "false"
+    parallelism = int(spark.conf.get(PARALLEL_DELETE_CONF, "8")) if parallel else 1
+    result = vacuum(
+        log,
+        retention_hours,
+        dry_run=dry_run,
+        check_enabled=retention_check_enabled(spark),
+        parallelism=parallelism,
+        trust_damaged_log=trust_damaged_log(spark),
+    )
+    if dry_run:
+        schema = StructType([StructField("path", StringType(), False)])
+        return spark.createDataFrame([(p,) for p in result.plan.paths], schema)
+    return spark.createDataFrame([], StructType([]))

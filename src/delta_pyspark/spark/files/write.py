@@ -1,0 +1,187 @@
+"""Writing DataFrames into a table with Spark's native Parquet writer.
+
+Each write gets its own staging directory (Spark's output committer shares a
+``_temporary`` folder per output path, so concurrent jobs must not share one).
+After the job, files move into the table's Hive-style partition directories
+under their Spark-unique names, per-file stats come from the Parquet footers,
+and the add actions are committed through the optimistic transaction. Until
+that commit nothing is visible; on failure the files stay unreferenced.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from typing import TYPE_CHECKING, Any
+
+import pyarrow.parquet as pq
+
+from delta_pyspark.core.protocol.column_mapping import (
+    column_mapping_mode,
+    physical_name,
+)
+from delta_pyspark.core.protocol.partition_values import parse_hive_partition_path
+from delta_pyspark.core.protocol.schema import BINARY, StructType
+from delta_pyspark.core.protocol.schema_arrow import to_arrow_schema
+from delta_pyspark.core.stats.collection import collect_parquet_stats
+from delta_pyspark.core.stats.indexed_columns import stats_settings
+from delta_pyspark.core.storage.log_store import log_store_for
+from delta_pyspark.spark.files.paths import to_log_path
+from delta_pyspark.spark.files.write_checks import violation_from
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from delta_pyspark.core.snapshot.snapshot import Snapshot
+
+STAGING_DIR = "_delta_staging"
+
+
+def _empty_binary_partitions_to_null(
+    df: DataFrame, schema: StructType, partition_columns: list[str], mode: str
+) -> DataFrame:
+    """Empty binary partition values become null, as Spark does for strings: Delta spells
+    both as null, and Spark's writer fails when both reach one task (same directory)."""
+    from pyspark.sql import functions as F
+
+    for c in partition_columns:
+        if schema.field(c).type == BINARY:
+            name = physical_name(schema.field(c), mode)
+            col = F.col(f"`{name}`")
+            df = df.withColumn(name, F.when(F.length(col) > 0, col))
+    return df
+
+
+def write_files(
+    df: DataFrame,
+    table_root: str,
+    schema: StructType,
+    partition_columns: list[str],
+    configuration: Any,
+    max_records_per_file: int | None = None,
+    data_change: bool = True,
+    optimize_write: bool | None = None,
+) -> list[dict[str, Any]]:
+    """Write ``df`` (already in table column order, logical names; any columns after the
+    table's are written unrenamed) as data files.
+
+    Returns their ``add`` actions (paths relative to the root, URI-encoded).
+    ``optimize_write``: shuffle into few files per partition first (see
+    ``optimized_write``); None decides from the session conf and table property.
+    """
+    from contextlib import AbstractContextManager, nullcontext
+
+    from delta_pyspark.spark.files import optimized_write as ow
+
+    mode = column_mapping_mode(configuration)
+    renamed = df
+    if mode != "none":
+        from delta_pyspark.core.protocol.column_mapping import to_physical_schema
+        from delta_pyspark.spark.types import relaxed, to_spark_type
+
+        # Nested fields are renamed too: a cast between structs matches fields by position
+        # (to nullable ones: Spark refuses casts to NOT NULL fields; the write's constraint
+        # check has enforced them). Columns after the schema's (row tracking's materialized
+        # columns) are written as they are.
+        physical = to_physical_schema(schema, mode)
+        renamed = df.select(
+            *[
+                df[f"`{f.name}`"].cast(relaxed(to_spark_type(pf.type))).alias(pf.name)
+                for f, pf in zip(schema.fields, physical.fields, strict=True)
+            ],
+            *[df[f"`{c}`"] for c in df.columns[len(schema.fields) :]],
+        )
+    part_physical = [physical_name(schema.field(c), mode) for c in partition_columns]
+    renamed = _empty_binary_partitions_to_null(renamed, schema, partition_columns, mode)
+    if optimize_write is None:
+        optimize_write = ow.optimize_write_enabled(df.sparkSession, configuration)
+    job: AbstractContextManager[None] = nullcontext()
+    if optimize_write:
+        renamed = ow.rebalanced(renamed, part_physical)
+        job = ow.bin_size_for_job(df.sparkSession, ow.bin_size(df.sparkSession))
+    staging = f"{table_root.rstrip('/')}/{STAGING_DIR}/{uuid.uuid4()}"
+    writer = renamed.write.mode("errorifexists")
+    if part_physical:
+        writer = writer.partitionBy(*part_physical)
+    if max_records_per_file:
+        writer = writer.option("maxRecordsPerFile", int(max_records_per_file))
+    try:
+        with job:
+            writer.parquet(staging)
+    except Exception as e:
+        _remove_staging(staging)
+        violation = violation_from(e)
+        if violation is not None:
+            raise violation from None
+        raise
+    try:
+        return _adopt_files(
+            staging, table_root, schema, part_physical, configuration, data_change, mode
+        )
+    finally:
+        _remove_staging(staging)
+
+
+def write_compacted(df: DataFrame, snapshot: Snapshot) -> list[dict[str, Any]]:
+    """Write ``df`` (rows of ``snapshot``'s files, rearranged) as OPTIMIZE does: files the
+    caller has already sized, no data change (``dataChange=false``)."""
+    return write_files(
+        df,
+        snapshot.table_root,
+        snapshot.schema,
+        snapshot.partition_columns,
+        snapshot.configuration,
+        data_change=False,
+        optimize_write=False,
+    )
+
+
+def _remove_staging(staging: str) -> None:
+    """Delete this write's staging directory, and ``_delta_staging`` itself once empty:
+    a concurrent writer's staging directory keeps it alive, and losing that race is
+    harmless."""
+    store = log_store_for(staging)
+    store.delete_tree(staging)
+    store.remove_empty_dir(os.path.dirname(staging))
+
+
+def _adopt_files(
+    staging: str,
+    table_root: str,
+    schema: StructType,
+    part_physical: list[str],
+    configuration: Any,
+    data_change: bool,
+    mode: str,
+) -> list[dict[str, Any]]:
+    from delta_pyspark.core.protocol.column_mapping import to_physical_schema
+
+    physical = to_physical_schema(schema, mode)
+    data_fields = StructType(tuple(f for f in physical.fields if f.name not in part_physical))
+    arrow_schema = to_arrow_schema(data_fields)
+    num_indexed, stats_cols = stats_settings(configuration, schema)
+    adds = []
+    now = int(time.time() * 1000)
+    store = log_store_for(table_root)
+    staged = sorted(store.walk_files(staging), key=lambda e: e.path)
+    for entry in staged:
+        if not entry.name.endswith(".parquet") or entry.name.startswith((".", "_")):
+            continue
+        relative = os.path.relpath(entry.path, staging)
+        dest = os.path.join(table_root, relative)
+        store.move(entry.path, dest)  # Spark's file names carry the job's UUID: no clash
+        with store.open_input(dest) as footer:
+            meta = pq.read_metadata(footer)
+        values = parse_hive_partition_path(relative) if part_physical else {}
+        adds.append(
+            {
+                "path": to_log_path(relative),
+                "partitionValues": {c: values.get(c) for c in part_physical},
+                "size": entry.size,
+                "modificationTime": now,
+                "dataChange": data_change,
+                "stats": collect_parquet_stats(meta, arrow_schema, num_indexed, stats_cols),
+            }
+        )
+    return adds
