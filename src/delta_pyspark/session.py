@@ -18,11 +18,8 @@ from pyspark.sql import SparkSession
 
 from delta_pyspark import sql
 from delta_pyspark.exceptions import DeltaIllegalArgumentException
-from delta_pyspark.spark.jvm.bridge import (
-    check_not_connect,
-    check_spark_version,
-    with_extension_jar,
-)
+from delta_pyspark.spark.jvm.bridge import check_not_connect
+from delta_pyspark.spark.jvm.helper_jar import check_spark_version, with_extension_jar
 from delta_pyspark.spark.sources.activation import install, when_enabled
 from delta_pyspark.spark.sources.callback_service import EXTENSIONS
 

@@ -180,3 +180,43 @@ def test_the_api_modules_import_downwards() -> None:
     imports neither of them."""
     names = [name for _, name in _imported_names(PACKAGE / "tables.py", "delta_pyspark")]
     assert [n for n in names if n.startswith(("delta_pyspark.session", "delta_pyspark.sql"))] == []
+
+
+# PySpark's private handles, py4j and the JVM objects behind them are reached in
+# ``spark/jvm/`` only: the rest of the package asks it with DataFrames and plain values.
+_JVM_ACCESSORS = {"jvm", "classic_session", "sql_conf", "new_array", "new_object"}
+_JVM_ACCESSORS |= {"required_helper", "helper_class", "serve_callbacks", "internal_state"}
+_PRIVATE_HANDLES = {"_jvm", "_jdf", "_jsparkSession", "_jsc", "_jconf", "_gateway", "_jo"}
+_JVM_METHODS = {"queryExecution", "sessionState", "getClass", "getCause", "analyzed"}
+_JVM_METHODS |= {"optimizedPlan", "logicalPlan", "toString"}
+# The Python sides of two Java callback interfaces (``DeltaTables.java``, ``DeltaCommands.java``)
+# receive JVM sessions and Datasets: they convert them at the boundary, and only they may.
+_CALLBACK_MODULES = {"spark/sources/callback_service.py", "sql/commands.py"}
+_BOUNDARY = {"java_frame", "python_frame", "python_session"}
+
+
+def test_only_the_jvm_package_touches_the_jvm() -> None:
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        where = path.relative_to(PACKAGE).as_posix()
+        if where.startswith("spark/jvm/"):
+            continue
+        allowed = _BOUNDARY if where in _CALLBACK_MODULES else set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            name = None
+            if isinstance(node, ast.Attribute):
+                name = node.attr
+            elif isinstance(node, ast.Name):
+                name = node.id
+            elif isinstance(node, ast.alias):
+                name = node.name.rpartition(".")[2]
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                modules = [a.name for a in node.names] if isinstance(node, ast.Import) else []
+                modules.append(getattr(node, "module", None) or "")
+                if any(m.partition(".")[0] == "py4j" for m in modules):
+                    found.append(f"{where}:{node.lineno} imports py4j")
+                continue
+            forbidden = _JVM_ACCESSORS | _PRIVATE_HANDLES | _JVM_METHODS | _BOUNDARY
+            if name in forbidden - allowed:
+                found.append(f"{where}:{getattr(node, 'lineno', '?')} uses {name}")
+    assert found == []

@@ -36,11 +36,11 @@ def spark_schema_from_ddl(spark: Any, ddl: str) -> Any:
     from pyspark.sql.types import StructType as SparkStruct
 
     from delta_pyspark.core.protocol.identity_columns import split_identity_clauses
-    from delta_pyspark.spark.jvm.bridge import jvm
+    from delta_pyspark.spark.jvm.helpers import struct_type_json
 
     ddl, identities = split_identity_clauses(ddl)
     ddl, generated = split_generation_clauses(ddl)
-    parsed = json.loads(jvm(spark).org.apache.spark.sql.types.StructType.fromDDL(ddl).json())
+    parsed = json.loads(struct_type_json(spark, ddl))
     for index, metadata in identities.items():
         parsed["fields"][index]["metadata"].update(metadata)
     for f in parsed["fields"]:  # GENERATED ALWAYS AS (expr): Spark's parser has no such clause

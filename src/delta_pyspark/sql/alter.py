@@ -23,9 +23,7 @@ from delta_pyspark.exceptions import (
     DeltaUnsupportedOperationException,
 )
 from delta_pyspark.spark.columns.identity import value_range
-from delta_pyspark.spark.jvm.bridge import (
-    jvm,
-)
+from delta_pyspark.spark.jvm.helpers import data_type_json
 from delta_pyspark.sql.statement import Statement, nothing
 from delta_pyspark.sql.text import (
     StatementParser,
@@ -314,7 +312,7 @@ def _sync_identity_column(text: str) -> tuple[str, ...] | None:
 
 def _data_type(spark: SparkSession, text: str) -> DataType:
     """A SQL type as Spark parses it (``bigint``, ``decimal(10,2)``, ``struct<a:int>``)."""
-    parsed = jvm(spark).org.apache.spark.sql.types.DataType.fromDDL(text).json()
+    parsed = data_type_json(spark, text)
     return data_type_from_json(json.loads(parsed))
 
 

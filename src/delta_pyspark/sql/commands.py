@@ -14,14 +14,9 @@ from delta_pyspark.exceptions import (
 )
 from delta_pyspark.spark.catalog.session_catalog import lookup, refresh
 from delta_pyspark.spark.commands.table_writes import TableDefinition, replace_table
-from delta_pyspark.spark.jvm.bridge import (
-    helper_class,
-    java_frame,
-    python_frame,
-    python_session,
-    serve_callbacks,
-    table_definition,
-)
+from delta_pyspark.spark.jvm.bridge import java_frame, python_frame, python_session
+from delta_pyspark.spark.jvm.helpers import serve_sql_commands
+from delta_pyspark.spark.jvm.hooks import table_definition
 from delta_pyspark.spark.sources.callback_service import answer_error
 from delta_pyspark.sql.grammar import parse
 from delta_pyspark.sql.resolve import resolve
@@ -152,8 +147,4 @@ COMMANDS = DeltaCommands()
 def enable(spark: SparkSession) -> bool:
     """Register the statements' Python side with the session's JVM (once per gateway); False
     when the session lacks the JVM helper."""
-    parser = helper_class(spark, "deltapyspark.DeltaSqlParser")
-    if parser is None:
-        return False
-    serve_callbacks(spark, "commands", lambda: parser.register(COMMANDS))
-    return True
+    return serve_sql_commands(spark, COMMANDS)

@@ -5,15 +5,11 @@ from __future__ import annotations
 from pyspark.sql import SparkSession
 
 from delta_pyspark.core.snapshot.delta_log import DeltaLog
-from delta_pyspark.core.storage.log_store import to_local_path
 from delta_pyspark.exceptions import (
     DeltaTableNotFoundError,
 )
 from delta_pyspark.spark.catalog.session_catalog import table_location
-from delta_pyspark.spark.jvm.bridge import (
-    classic_session,
-    jvm,
-)
+from delta_pyspark.spark.jvm import catalog_access
 from delta_pyspark.sql.text import (
     TableRef,
 )
@@ -31,18 +27,13 @@ def resolve(spark: SparkSession, ref: TableRef) -> tuple[str, str | None]:
         parts = parts[1:]
     if len(parts) > 2:
         return "foreign", None
-    java = jvm(spark)
-    catalog = classic_session(spark).sessionState().catalog()
-    database = java.scala.Option.apply(parts[0] if len(parts) == 2 else None)
-    ident = java.org.apache.spark.sql.catalyst.TableIdentifier(parts[-1], database)
-    if catalog.isTempView(ident):
+    database = parts[0] if len(parts) == 2 else None
+    if catalog_access.is_temp_view(spark, database, parts[-1]):
         return "other", None
-    if catalog.tableExists(ident):
-        meta = catalog.getTableMetadata(ident)
-        if meta.tableType().name() != "VIEW" and meta.storage().locationUri().isDefined():
-            location = to_local_path(str(meta.storage().locationUri().get().toString()))
-            if DeltaLog(location).is_delta_table():
-                return "delta", location
+    entry = catalog_access.lookup(spark, database, parts[-1])
+    if entry is not None:
+        if entry.location is not None and DeltaLog(entry.location).is_delta_table():
+            return "delta", entry.location
         return "other", None
     location = table_location(spark, ".".join(parts))
     if DeltaLog(location).is_delta_table():

@@ -23,7 +23,7 @@ from pyspark.sql import SparkSession
 from delta_pyspark import configure_spark_with_delta
 from delta_pyspark import exceptions as ex
 from delta_pyspark.core.snapshot.delta_log import DeltaLog
-from delta_pyspark.spark.jvm.bridge import PYSPARK_BASES
+from delta_pyspark.spark.jvm.errors import PYSPARK_BASES
 from delta_pyspark.tables import DeltaTable
 
 # every class of delta_pyspark.exceptions with the PySpark base it must have

@@ -16,13 +16,10 @@ from pyroaring import BitMap64
 from pyspark.errors import IllegalArgumentException
 
 from delta_pyspark.exceptions import DeltaJvmExtensionError, DeltaUnsupportedOperationException
-from delta_pyspark.spark.jvm import bridge as integration
-from delta_pyspark.spark.jvm.bridge import (
-    deleted_rows,
-    extension_jar,
-    new_object,
-    with_extension_jar,
-)
+from delta_pyspark.spark.jvm import bridge, helper_jar
+from delta_pyspark.spark.jvm.bridge import new_object
+from delta_pyspark.spark.jvm.helper_jar import extension_jar, with_extension_jar
+from delta_pyspark.spark.jvm.helpers import deleted_rows
 
 
 def _deleted_rows(spark: Any, vectors: dict[str, list[int]]) -> Any:
@@ -60,7 +57,7 @@ def test_a_source_that_does_not_compile_is_a_typed_error(
     sources = tmp_path / "java" / "deltapyspark"
     sources.mkdir(parents=True)
     (sources / "Broken.java").write_text("package deltapyspark; public class Broken { int x = ; }")
-    monkeypatch.setattr(integration, "SOURCES", tmp_path / "java")
+    monkeypatch.setattr(helper_jar, "SOURCES", tmp_path / "java")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     with pytest.raises(DeltaJvmExtensionError, match="compiling delta-pyspark's JVM helper failed"):
         extension_jar()
@@ -117,11 +114,11 @@ def test_equal_vectors_make_equal_scans(spark: Any) -> None:
 
 
 def test_only_the_pinned_spark_minor_version_is_accepted() -> None:
-    integration.check_spark_version("4.0.7")
+    helper_jar.check_spark_version("4.0.7")
     with pytest.raises(DeltaJvmExtensionError, match=r"PySpark 4\.0\.x .* has PySpark 3\.5\.1"):
-        integration.check_spark_version("3.5.1")
+        helper_jar.check_spark_version("3.5.1")
     with pytest.raises(DeltaJvmExtensionError, match=r"has PySpark 4\.1\.0"):
-        integration.check_spark_version("4.1.0")
+        helper_jar.check_spark_version("4.1.0")
 
 
 def test_spark_connect_is_refused_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -139,7 +136,7 @@ def test_spark_connect_is_refused_by_name(monkeypatch: pytest.MonkeyPatch) -> No
         pass
 
     with pytest.raises(DeltaUnsupportedOperationException, match="classic SparkSession"):
-        integration.classic_session(ConnectLike())  # type: ignore[arg-type]
+        bridge.classic_session(ConnectLike())  # type: ignore[arg-type]
 
 
 def test_internal_plans_stop_recording_call_sites_until_the_last_use_ends(
@@ -148,13 +145,13 @@ def test_internal_plans_stop_recording_call_sites_until_the_last_use_ends(
     import pyspark.errors.utils as origins
 
     monkeypatch.setattr(origins, "_enable_debugging_cache", True)
-    with integration.internal_plans():
+    with bridge.internal_plans():
         assert origins.is_debugging_enabled() is False
-        with integration.internal_plans():
+        with bridge.internal_plans():
             assert origins.is_debugging_enabled() is False
         assert origins.is_debugging_enabled() is False  # the outer use still runs
     assert origins.is_debugging_enabled() is True
-    with pytest.raises(ValueError, match="inside"), integration.internal_plans():
+    with pytest.raises(ValueError, match="inside"), bridge.internal_plans():
         raise ValueError("inside")
     assert origins.is_debugging_enabled() is True
 

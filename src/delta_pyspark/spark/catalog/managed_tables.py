@@ -34,7 +34,7 @@ from delta_pyspark.core.protocol.table_properties import validate_properties
 from delta_pyspark.core.snapshot.delta_log import set_coordinator_resolver
 from delta_pyspark.exceptions import DeltaAnalysisException
 from delta_pyspark.spark.catalog.session_catalog import lookup, register
-from delta_pyspark.spark.jvm.bridge import classic_session
+from delta_pyspark.spark.jvm import catalog_access
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -177,8 +177,7 @@ def _names(catalog: Catalog) -> set[str]:
 def _register(spark: SparkSession, name: str, location: str) -> None:
     if "." in name:
         database = name.rsplit(".", 1)[0]
-        catalog = classic_session(spark).sessionState().catalog()
-        if not catalog.databaseExists(database):
+        if not catalog_access.database_exists(spark, database):
             spark.sql(f"CREATE DATABASE IF NOT EXISTS {_quoted(database)}")
     register(spark, name, location, managed=False)
 

@@ -14,9 +14,8 @@ from typing import TYPE_CHECKING, Any
 
 from delta_pyspark.core.protocol.schema import StructType
 from delta_pyspark.core.snapshot.delta_log import DeltaLog
-from delta_pyspark.core.storage.log_store import to_local_path
 from delta_pyspark.exceptions import DeltaIllegalArgumentException
-from delta_pyspark.spark.jvm.bridge import classic_session, helper_class, jvm, new_array
+from delta_pyspark.spark.jvm import catalog_access
 from delta_pyspark.spark.types import to_spark_type
 
 if TYPE_CHECKING:
@@ -34,15 +33,13 @@ class CatalogEntry:
     managed: bool
 
 
-def _identifier(spark: SparkSession, name: str) -> Any:
-    """``name`` (``t``, ``db.t``, ``spark_catalog.db.t``, backticks allowed) as the JVM's
-    ``TableIdentifier`` in the session catalog, the current database filled in."""
-    session = classic_session(spark)
+def _name_parts(spark: SparkSession, name: str) -> tuple[str, str]:
+    """``name`` (``t``, ``db.t``, ``spark_catalog.db.t``, backticks allowed) as (database,
+    table) of the session catalog, the current database filled in."""
     try:
-        seq = session.sessionState().sqlParser().parseMultipartIdentifier(name)
-    except Exception as e:  # Spark's ParseException, through py4j
+        parts = catalog_access.parse_name(spark, name)
+    except Exception as e:  # Spark's ParseException
         raise DeltaIllegalArgumentException(f"invalid table name {name!r}: {e}") from None
-    parts = [str(seq.apply(i)) for i in range(seq.size())]
     if len(parts) == 3 and parts[0].lower() == "spark_catalog":
         parts = parts[1:]
     if not 1 <= len(parts) <= 2:
@@ -51,34 +48,26 @@ def _identifier(spark: SparkSession, name: str) -> Any:
             "(table, database.table or spark_catalog.database.table)"
         )
     database = parts[0] if len(parts) == 2 else spark.catalog.currentDatabase()
-    java = jvm(spark)
-    return java.org.apache.spark.sql.catalyst.TableIdentifier(
-        parts[-1], java.scala.Option.apply(database), java.scala.Option.apply("spark_catalog")
-    )
+    return database, parts[-1]
 
 
 def lookup(spark: SparkSession, name: str) -> CatalogEntry | None:
     """The catalog's entry for table ``name``, or None when it has none."""
-    ident = _identifier(spark, name)
-    catalog = classic_session(spark).sessionState().catalog()
-    if not catalog.tableExists(ident):
+    found = catalog_access.lookup(spark, *_name_parts(spark, name))
+    if found is None:
         return None
-    table = catalog.getTableMetadata(ident)
-    provider = table.provider()
     return CatalogEntry(
-        database=str(table.identifier().database().get()),
-        table=str(table.identifier().table()),
-        location=to_local_path(str(table.location())),
-        provider=str(provider.get()).lower() if provider.isDefined() else "hive",
-        managed=str(table.tableType().name()) == "MANAGED",
+        database=found.database,
+        table=found.table,
+        location=found.location or "",
+        provider=found.provider,
+        managed=found.managed,
     )
 
 
 def default_location(spark: SparkSession, name: str) -> str:
     """Where Spark puts the managed table ``name`` (under its database's location)."""
-    ident = _identifier(spark, name)
-    uri = classic_session(spark).sessionState().catalog().defaultTablePath(ident)
-    return to_local_path(str(uri)).rstrip("/")
+    return catalog_access.default_location(spark, *_name_parts(spark, name))
 
 
 def table_location(spark: SparkSession, name: str) -> str:
@@ -101,32 +90,11 @@ def _catalog_schema(location: str) -> tuple[str, Any]:
     return to_spark_type(ordered).json(), parts
 
 
-def _writes_helper(spark: SparkSession) -> Any:
-    writes = helper_class(spark, "deltapyspark.DeltaWrites")
-    assert writes is not None  # a session reading Delta tables has the helper
-    return writes
-
-
-def _string_array(spark: SparkSession, values: list[str]) -> Any:
-    array = new_array(spark, jvm(spark).java.lang.String, len(values))
-    for i, value in enumerate(values):
-        array[i] = value
-    return array
-
-
 def register(spark: SparkSession, name: str, location: str, managed: bool) -> None:
     """Register the Delta table at ``location`` as ``name`` in the session catalog."""
     schema_json, parts = _catalog_schema(location)
-    ident = _identifier(spark, name)
-    _writes_helper(spark).register(
-        classic_session(spark),
-        ident.database().get(),
-        ident.table(),
-        location,
-        managed,
-        schema_json,
-        _string_array(spark, parts),
-    )
+    database, table = _name_parts(spark, name)
+    catalog_access.register(spark, database, table, location, managed, schema_json, parts)
 
 
 def refresh(spark: SparkSession, entry: CatalogEntry) -> None:
@@ -134,10 +102,4 @@ def refresh(spark: SparkSession, entry: CatalogEntry) -> None:
     name (REPLACE, ALTER TABLE, schema evolution): ``DESCRIBE`` and ``spark.catalog`` read
     the entry, not the log."""
     schema_json, parts = _catalog_schema(entry.location)
-    _writes_helper(spark).refresh(
-        classic_session(spark),
-        entry.database,
-        entry.table,
-        schema_json,
-        _string_array(spark, parts),
-    )
+    catalog_access.refresh(spark, entry.database, entry.table, schema_json, parts)

@@ -23,12 +23,12 @@ from delta_pyspark.core.protocol.generated_columns import (
 )
 from delta_pyspark.core.protocol.schema import StructType
 from delta_pyspark.exceptions import GeneratedColumnError
+from delta_pyspark.spark.jvm.plans import first_disallowed_expression
 from delta_pyspark.spark.types import relaxed, to_spark_type
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
-_EXPRESSIONS = "org.apache.spark.sql.catalyst.expressions."
 # Spark's own metadata key for a column definition's GENERATED ALWAYS AS (its V2 catalogs')
 SPARK_GENERATION_KEY = "GENERATION_EXPRESSION"
 # deterministic for Spark, but a different value each query: delta-spark does not allow them
@@ -74,7 +74,7 @@ def validate(spark: SparkSession, schema: StructType) -> None:
                     "DELTA_INVALID_GENERATED_COLUMN_REFERENCES",
                 ) from None
             raise
-        _check_expression(spark, analysed, name, text)
+        _check_expression(analysed, name, text)
         expected = relaxed(to_spark_type(schema.field(name).type))
         if relaxed(dtype) != expected:
             raise GeneratedColumnError(
@@ -84,48 +84,29 @@ def validate(spark: SparkSession, schema: StructType) -> None:
             )
 
 
-def _check_expression(spark: SparkSession, analysed: DataFrame, name: str, text: str) -> None:
-    """Walk the analysed expression top-down (as delta-spark does) for UDFs, aggregates and
-    non-deterministic expressions."""
-    from delta_pyspark.spark.jvm.bridge import java_frame, jvm
-
-    plan = java_frame(analysed).queryExecution().analyzed()
-    if plan.getClass().getSimpleName() != "Project":
+def _check_expression(analysed: DataFrame, name: str, text: str) -> None:
+    """Refuse what a generated column may not use, found as delta-spark finds it: walking the
+    analysed expression top-down."""
+    found = first_disallowed_expression(analysed, _PER_QUERY)
+    if found is None:
+        return
+    kind, sql = found
+    if kind in ("not_a_projection", "per_query"):
         raise GeneratedColumnError(
-            f"{text} cannot be used in a generated column ({name})",
+            f"{sql or text} cannot be used in a generated column ({name})",
             "DELTA_UNSUPPORTED_EXPRESSION_GENERATED_COLUMN",
         )
-    classes = jvm(spark).java.lang.Class
-    udf = classes.forName(_EXPRESSIONS + "UserDefinedExpression")
-    aggregate = classes.forName(_EXPRESSIONS + "aggregate.AggregateExpression")
-    pending = [plan.projectList().apply(0).child()]  # below the Alias
-    while pending:
-        node = pending.pop()
-        if udf.isInstance(node):
-            raise GeneratedColumnError(
-                f"Found {node.sql()}. A generated column cannot use a user-defined function "
-                f"({name})",
-                "DELTA_UDF_IN_GENERATED_COLUMN",
-            )
-        if node.getClass().getSimpleName() in _PER_QUERY:
-            raise GeneratedColumnError(
-                f"{node.sql()} cannot be used in a generated column ({name})",
-                "DELTA_UNSUPPORTED_EXPRESSION_GENERATED_COLUMN",
-            )
-        if aggregate.isInstance(node):
-            raise GeneratedColumnError(
-                f"Found {node.sql()}. A generated column cannot use an aggregate expression "
-                f"({name})",
-                "DELTA_AGGREGATE_IN_GENERATED_COLUMN",
-            )
-        if not node.deterministic():
-            raise GeneratedColumnError(
-                f"Found {node.sql()}. A generated column cannot use a non deterministic "
-                f"expression ({name})",
-                "DELTA_NON_DETERMINISTIC_EXPRESSION_IN_GENERATED_COLUMN",
-            )
-        children = node.children()
-        pending.extend(children.apply(i) for i in reversed(range(children.size())))
+    what, condition = {
+        "udf": ("a user-defined function", "DELTA_UDF_IN_GENERATED_COLUMN"),
+        "aggregate": ("an aggregate expression", "DELTA_AGGREGATE_IN_GENERATED_COLUMN"),
+        "nondeterministic": (
+            "a non deterministic expression",
+            "DELTA_NON_DETERMINISTIC_EXPRESSION_IN_GENERATED_COLUMN",
+        ),
+    }[kind]
+    raise GeneratedColumnError(
+        f"Found {sql}. A generated column cannot use {what} ({name})", condition
+    )
 
 
 def with_delta_keys(schema_json: dict[str, Any]) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from delta_pyspark.core.protocol.identity_columns import (
 from delta_pyspark.core.protocol.schema import StructType
 from delta_pyspark.core.snapshot.snapshot import Snapshot
 from delta_pyspark.core.transaction.optimistic_transaction import Transaction
-from delta_pyspark.spark.jvm.bridge import required_helper
+from delta_pyspark.spark.jvm import helpers
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -33,10 +33,7 @@ if TYPE_CHECKING:
 
 def identity_values(spark: SparkSession, info: IdentityInfo) -> Column:
     """The generated values of one identity column (``IdentityValues.java``)."""
-    from pyspark.sql import Column as SparkColumn
-
-    values = required_helper(spark, "deltapyspark.IdentityValues")
-    return SparkColumn(values.column(info.next_value, info.step))
+    return helpers.identity_values(spark, info.next_value, info.step)
 
 
 def with_identity_values(

@@ -15,7 +15,7 @@ from delta_pyspark.core.expressions.nodes import Expr, Unknown
 from delta_pyspark.core.expressions.parser import parse_predicate
 from delta_pyspark.core.protocol.schema import StructType
 from delta_pyspark.exceptions import DeltaAnalysisException
-from delta_pyspark.spark.jvm.bridge import java_frame
+from delta_pyspark.spark.jvm.plans import filter_condition_sql
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -59,7 +59,7 @@ def as_predicate(condition: str | Column, over: DataFrame | None = None, where: 
     if isinstance(condition, SparkColumn) and over is not None:
         try:
             filtered = (where or type(over).where)(over, condition)
-            sql = java_frame(filtered).queryExecution().analyzed().condition().sql()
+            sql = filter_condition_sql(filtered)
         except Exception:  # not a plain filter plan: model nothing
             sql = None
         return parse_predicate(sql) if sql else Unknown(condition_sql(condition) or "")

@@ -37,7 +37,7 @@ from delta_pyspark.spark.commands.write_command import (
     WriteRequest,
     write_delta,
 )
-from delta_pyspark.spark.jvm.bridge import jvm
+from delta_pyspark.spark.jvm.helpers import ansi_store_assignable
 from delta_pyspark.spark.types import to_spark_type
 
 if TYPE_CHECKING:
@@ -185,17 +185,14 @@ def _store_assigned(spark: SparkSession, df: DataFrame, schema: StructType) -> D
     against the table as INSERT does, before the schema check sees them."""
     from pyspark.sql import functions as F
 
-    java = jvm(spark)
-    java_cast = java.org.apache.spark.sql.catalyst.expressions.Cast
     by_name = {f.name.lower(): f for f in schema.fields}
     columns, changed = [], False
     for field in df.schema.fields:
         target = by_name.get(field.name.lower())
         if target is not None:
             spark_type = to_spark_type(target.type)
-            types = java.org.apache.spark.sql.types.DataType
-            if spark_type != field.dataType and java_cast.canANSIStoreAssign(
-                types.fromJson(field.dataType.json()), types.fromJson(spark_type.json())
+            if spark_type != field.dataType and ansi_store_assignable(
+                spark, field.dataType.json(), spark_type.json()
             ):
                 columns.append(F.col(f"`{field.name}`").cast(spark_type).alias(field.name))
                 changed = True

@@ -65,7 +65,7 @@ from delta_pyspark.exceptions import DeltaAnalysisException
 from delta_pyspark.spark.columns.row_tracking import preserved_columns, read_preserving
 from delta_pyspark.spark.files.scan import FILE_PATH, ROW_INDEX, file_uris
 from delta_pyspark.spark.files.write import write_compacted
-from delta_pyspark.spark.jvm.bridge import jvm, new_array
+from delta_pyspark.spark.jvm.helpers import array_literal
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
@@ -179,27 +179,6 @@ def _bounds(values: pa.ChunkedArray | pa.Array, num_ranges: int) -> list[Any]:
     return pc.unique(picked).to_pylist()
 
 
-def _array_literal(spark: SparkSession, values: list[Any], kind: str) -> Column:
-    """One array literal (a single plan node, however long) of ``bigint``/``double``/``string``
-    values, built in the JVM from one bulk transfer: ``F.array`` of thousands of ``lit``s
-    would be slow to analyse, and an array column would be copied with every row."""
-    import numpy as np
-    from pyspark.sql import Column as SparkColumn
-
-    java = jvm(spark)
-    if kind == "string":
-        sep = next(chr(c) for c in range(1, 0x10000) if all(chr(c) not in v for v in values))
-        pattern = java.java.util.regex.Pattern.compile(java.java.util.regex.Pattern.quote(sep))
-        array = pattern.split(sep.join(values), -1)  # a Java String[], kept in the JVM
-    else:
-        numeric = kind == "bigint"
-        data = bytearray(np.asarray(values, dtype=">i8" if numeric else ">f8").tobytes())
-        array = new_array(spark, java.long if numeric else java.double, len(values))
-        buffer = java.java.nio.ByteBuffer.wrap(data)
-        (buffer.asLongBuffer() if numeric else buffer.asDoubleBuffer()).get(array)
-    return SparkColumn(java.org.apache.spark.sql.functions.lit(array))
-
-
 def _range_ids(
     spark: SparkSession,
     df: DataFrame,
@@ -216,7 +195,7 @@ def _range_ids(
     names = [_ID.format(i) for i in range(len(keys))]
     key_names = [f"{n}_key" for n in names]
     arrays = [
-        _array_literal(spark, b, kind) if b else None for b, kind in zip(bounds, kinds, strict=True)
+        array_literal(spark, b, kind) if b else None for b, kind in zip(bounds, kinds, strict=True)
     ]
     df = df.select(
         "*",
@@ -335,7 +314,7 @@ def _per_bin(spark: SparkSession, values: list[int]) -> Column:
 
     if len(set(values)) == 1:
         return F.lit(values[0]).cast("bigint")
-    return F.element_at(_array_literal(spark, values, "bigint"), F.col(_BIN) + 1)
+    return F.element_at(array_literal(spark, values, "bigint"), F.col(_BIN) + 1)
 
 
 def zorder_frame(
@@ -395,7 +374,7 @@ def zorder_frame(
     start = _per_bin(spark, starts)
     key = _per_bin(spark, direct)
     if flat:
-        lookup = _array_literal(spark, flat, "bigint")
+        lookup = array_literal(spark, flat, "bigint")
         routed = F.element_at(lookup, (start + F.col(_BLOCK) + 1).cast("int"))
         key = F.when(start < 0, key).otherwise(routed)
     parts = [f"`{c}`" for c in snapshot.partition_columns]

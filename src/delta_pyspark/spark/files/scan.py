@@ -43,14 +43,13 @@ from delta_pyspark.core.snapshot.snapshot import Snapshot
 from delta_pyspark.core.storage.log_store import log_store_for
 from delta_pyspark.exceptions import DeltaError
 from delta_pyspark.spark.files.paths import spark_file_uri
-from delta_pyspark.spark.jvm.bridge import (
-    classic_session,
-    deleted_rows,
-    java_frame,
-    jvm,
-    python_frame,
-    required_helper,
-    sql_conf,
+from delta_pyspark.spark.jvm.helpers import (
+    UnmatchedRows,
+    parquet_scan,
+    split_settings,
+    with_max_split_bytes,
+    with_scan_conf,
+    without_deleted_rows,
 )
 from delta_pyspark.spark.types import to_spark_type
 
@@ -125,7 +124,7 @@ def read_files(
     keep_deleted: bool = False,
     drop_rows: Sequence[np.ndarray] | None = None,
     hidden: Sequence[str] = (),
-    unmatched: Any = None,
+    unmatched: UnmatchedRows | None = None,
 ) -> DataFrame:
     """A DataFrame of the rows of ``files`` (a subset of the snapshot's file list).
 
@@ -240,49 +239,35 @@ def _read(
             "deleted by VACUUM or by hand; restore it or time travel to a version that does "
             "not reference it."
         )
-    scans = required_helper(spark, "deltapyspark.FileScans")
     listing = np.column_stack(
         [
             files.column("size").to_numpy().astype("<i8"),
             files.column("modificationTime").to_numpy().astype("<i8"),
         ]
     )
-    df = python_frame(
-        scans.parquet(
-            classic_session(spark),
-            "".join(f"{p}\0" for p in paths),
-            bytearray(listing.tobytes()),
-            schema.json(),
-            base,
-        ),
-        spark,
-    )
+    df = parquet_scan(spark, paths, listing, schema.json(), base)
     if row_reader:  # Spark's vectorized reader refuses integers read as decimals
-        conf = "spark.sql.parquet.enableVectorizedReader"
-        df = python_frame(scans.withConf(java_frame(df), conf, "false"), spark)
-    return _even_tasks(spark, scans, df, files.column("size"))
+        df = with_scan_conf(df, "spark.sql.parquet.enableVectorizedReader", "false")
+    return _even_tasks(spark, df, files.column("size"))
 
 
-def _even_tasks(
-    spark: SparkSession, scans: Any, df: DataFrame, file_sizes: pa.ChunkedArray
-) -> DataFrame:
+def _even_tasks(spark: SparkSession, df: DataFrame, file_sizes: pa.ChunkedArray) -> DataFrame:
     """``df`` (a plain scan of files of ``file_sizes`` bytes) with its files packed into a whole
-    number of waves of the cluster's task slots (``even_split_bytes``; ``scans``: the JVM
-    helper's ``FileScans``). Stays out of the way when ``spark.sql.files.minPartitionNum`` is
-    set.
+    number of waves of the cluster's task slots (``even_split_bytes``). Stays out of the way
+    when ``spark.sql.files.minPartitionNum`` is set.
     """
-    conf = sql_conf(spark)
-    if conf.filesMinPartitionNum().isDefined():
+    settings = split_settings(spark)
+    if settings.min_partition_num_set:
         return df  # the user chose how many tasks Spark aims for
     split = even_split_bytes(
         file_sizes,
-        conf.filesMaxPartitionBytes(),
-        conf.filesOpenCostInBytes(),
-        classic_session(spark).leafNodeDefaultParallelism(),
+        settings.max_partition_bytes,
+        settings.open_cost_in_bytes,
+        settings.task_slots,
     )
     if split is None:
         return df
-    return python_frame(scans.withMaxSplitBytes(java_frame(df), split), spark)
+    return with_max_split_bytes(df, split)
 
 
 def even_split_bytes(
@@ -353,7 +338,7 @@ def _hive_branch(
     with_row_ids: bool,
     row_reader: bool,
     dropped: dict[str, np.ndarray],
-    unmatched: Any,
+    unmatched: UnmatchedRows | None,
 ) -> DataFrame:
     from pyspark.sql.types import StructType as SparkStruct
 
@@ -362,7 +347,7 @@ def _hive_branch(
     base = root if parts else None
     df = _read(spark, files, _paths(root, files), full, base, with_row_ids, row_reader)
     if unmatched is not None:
-        return python_frame(unmatched.scan(java_frame(df)), spark)
+        return unmatched.scan(df)
     if dv:
         return _apply_dvs(spark, root, files, df, with_row_ids, dropped)
     return _with_row_ids(df) if with_row_ids else df
@@ -379,14 +364,14 @@ def _literal_branches(
     with_row_ids: bool,
     row_reader: bool,
     dropped: dict[str, np.ndarray],
-    unmatched: Any,
+    unmatched: UnmatchedRows | None,
 ) -> list[DataFrame]:
     from pyspark.sql import functions as F
 
     def read(subset: pa.Table) -> DataFrame:
         df = _read(spark, subset, _paths(root, subset), data_schema, None, with_row_ids, row_reader)
         if unmatched is not None:
-            return python_frame(unmatched.scan(java_frame(df)), spark)
+            return unmatched.scan(df)
         if dv:
             return _apply_dvs(spark, root, subset, df, with_row_ids, dropped)
         return _with_row_ids(df) if with_row_ids else df
@@ -433,7 +418,7 @@ def _apply_dvs(
     or ``dropped`` names (files with neither are read whole).
 
     The scan is swapped to the JVM helper's ``DeletionVectorParquetFormat``, whose reader
-    drops the marked rows batch by batch inside the scan (see ``integration``). A
+    drops the marked rows batch by batch inside the scan (``jvm.helpers.without_deleted_rows``). A
     broadcast anti-join against the deleted positions, the only way in plain Spark
     expressions, made reads 2-2.5x slower than reads of the same rows without vectors.
     """
@@ -453,15 +438,13 @@ def _apply_dvs(
             marked |= to_bitmap64(extra)
         return marked
 
-    deleted = deleted_rows(
-        spark,
+    kept = without_deleted_rows(
+        df,
         (
             (spark_file_uri(data_file_path(root, path)), rows(path, dv))
             for path, dv in zip(paths, vectors, strict=True)
         ),
     )
-    scan = jvm(spark).deltapyspark.DeletionVectorParquetFormat.scan(java_frame(df), deleted)
-    kept = python_frame(scan, spark)
     return _with_row_ids(kept) if keep_row_ids else kept
 
 

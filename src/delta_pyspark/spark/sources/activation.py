@@ -18,7 +18,7 @@ from pyspark.sql import DataFrame, SparkSession
 from delta_pyspark.exceptions import DeltaJvmExtensionError
 from delta_pyspark.spark.catalog.managed_tables import attach_from_conf
 from delta_pyspark.spark.commands.table_writes import TableDefinition, save_as_table, write_to
-from delta_pyspark.spark.jvm.bridge import on_every_session, route_save_as_table, route_writer_v2
+from delta_pyspark.spark.jvm.hooks import on_every_session, route_save_as_table, route_writer_v2
 from delta_pyspark.spark.sources import callback_service
 
 _SESSION_HOOKS: list[Callable[[SparkSession], None]] = []

@@ -14,7 +14,7 @@ the split size that packs them into whole waves of tasks (``scan.even_split_byte
 arrive as Spark's SQL text and are parsed into the core's ``Expr``; what the parser does not
 model prunes nothing. Errors are answered as text (prefix ``E``) that the JVM raises as an
 ``AnalysisException`` carrying a token under which the original exception waits, and
-``integration.convert_errors`` gives the user that typed exception back.
+``jvm.errors.convert_errors`` gives the user that typed exception back.
 
 Deletion vectors: a relation over a table that supports them reads with the JVM helper's
 ``DeletionVectorParquetFormat``, and each listed file carries its deleted rows (a roaring
@@ -70,14 +70,13 @@ from delta_pyspark.exceptions import (
 from delta_pyspark.spark.commands.write_command import WriteRequest, write_delta
 from delta_pyspark.spark.files.scan import DeltaFileNotFoundError, ScanReport, even_split_bytes
 from delta_pyspark.spark.jvm.bridge import (
-    classic_session,
-    convert_errors,
-    helper_class,
     java_frame,
     python_frame,
     python_session,
-    serve_callbacks,
+    read_through_jvm,
 )
+from delta_pyspark.spark.jvm.errors import convert_errors
+from delta_pyspark.spark.jvm.helpers import listed_tables_of, serve_delta_source
 from delta_pyspark.spark.sources import change_feed, streaming
 from delta_pyspark.spark.types import to_spark_type
 
@@ -463,47 +462,34 @@ def answer_error(error: BaseException) -> str:
     return f"E{type(error).__name__}: {error} [delta-pyspark failure {token}]"
 
 
-def _original_failure(java_error: Any) -> BaseException | None:
-    """The Python exception behind a JVM error raised from one of our answers, if any."""
-    cause = java_error
-    while cause is not None:
-        found = _TOKEN.search(str(cause.toString()))
-        if found is not None:
-            with _FAILURES_LOCK:
-                return _FAILURES.get(found.group(1))
-        cause = cause.getCause()
-    return None
+def _original_failure(message: str) -> BaseException | None:
+    """The Python exception behind a JVM error message carrying one of our answers' tokens."""
+    found = _TOKEN.search(message)
+    if found is None:
+        return None
+    with _FAILURES_LOCK:
+        return _FAILURES.get(found.group(1))
 
 
 def enable(spark: SparkSession) -> bool:
     """Register this process's ``DeltaTables`` with the session's JVM (idempotent); False when
     the session cannot read through the planner (no helper jar or no session extension)."""
-    source = helper_class(spark, "deltapyspark.DeltaSource")
-    if source is None:
-        return False
     extensions = spark.sparkContext.getConf().get("spark.sql.extensions", "") or ""
     if EXTENSIONS not in extensions:
         return False
     convert_errors(_original_failure)
-    serve_callbacks(spark, "tables", lambda: source.register(TABLES))
-    return True
+    return serve_delta_source(spark, TABLES)
 
 
 def load(spark: SparkSession, path: str, options: dict[str, str]) -> DataFrame:
     """``spark.read.format("delta").options(options).load(path)`` as Spark itself resolves it."""
-    reader = classic_session(spark).read().format("delta")
-    for key, value in options.items():
-        reader = reader.option(key, value)
-    return python_frame(reader.load(path), spark)
+    return read_through_jvm(spark, "delta", path, options)
 
 
 def scan_report(df: DataFrame) -> ScanReport | None:
     """Files kept by the listing of the (first) Delta table ``df`` reads through the planner,
     planning ``df`` if no action did yet (None: ``df`` reads no such table)."""
-    source = helper_class(df.sparkSession, "deltapyspark.DeltaSource")
-    if source is None:
-        return None
-    for table_id in source.listedTablesOf(java_frame(df)):
+    for table_id in listed_tables_of(df):
         report = TABLES.report(table_id)
         if report is not None:
             return report

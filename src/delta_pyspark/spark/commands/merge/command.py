@@ -91,14 +91,13 @@ from delta_pyspark.spark.commands.merge.planning import _Planning
 from delta_pyspark.spark.commands.merge.positional import _Positional
 from delta_pyspark.spark.commands.merge.projection import _Projection
 from delta_pyspark.spark.commands.merge.source import (
-    _broadcastable,
-    _drop_checkpoint,
     _Source,
     _SourceSummary,
 )
 from delta_pyspark.spark.commands.rewrite import elapsed_ms, files_by_uri, write_rows
 from delta_pyspark.spark.conf import user_metadata
 from delta_pyspark.spark.jvm.bridge import internal_plans
+from delta_pyspark.spark.jvm.plans import unpersist_checkpoint, within_broadcast_threshold
 from delta_pyspark.spark.types import from_spark_schema
 
 if TYPE_CHECKING:
@@ -182,7 +181,7 @@ class MergeCommand(
             self._summarise_source(
                 src, keys, summary, prune=not self.by_source, check_unique=bool(self.by_source)
             )
-            self.broadcast_source = _broadcastable(self.spark, src)
+            self.broadcast_source = within_broadcast_threshold(src)
             candidates = self._candidates(txn, snapshot, plan, keys, summary)
             txn.read_files(candidates)
             if schema != snapshot.schema:
@@ -194,8 +193,8 @@ class MergeCommand(
             metrics["numSourceRows"] = summary.rows
         finally:
             for df in reversed(cached):
-                _drop_checkpoint(df)
-            _drop_checkpoint(src)
+                unpersist_checkpoint(df)
+            unpersist_checkpoint(src)
         metrics["executionTimeMs"] = elapsed_ms(start)
         if txn.has_changes:
             record_high_water_marks(txn, txn.metadata, generated, txn.added_files)

@@ -23,9 +23,9 @@ from delta_pyspark.spark.commands.merge.common import (
     COPY,
     _several_matches,
 )
-from delta_pyspark.spark.commands.merge.source import _drop_checkpoint
 from delta_pyspark.spark.commands.rewrite import group_by_number, rows_by_file
 from delta_pyspark.spark.files.scan import FILE_PATH, ROW_INDEX
+from delta_pyspark.spark.jvm.plans import unpersist_checkpoint
 
 if TYPE_CHECKING:
     from pyspark.sql import Column as SparkColumn
@@ -140,7 +140,7 @@ class _Matching:
         if unique is None and _repeats(summary):  # a target row matched twice
             if found.pairs is not None:
                 cached.remove(found.pairs)
-                _drop_checkpoint(found.pairs)
+                unpersist_checkpoint(found.pairs)
             return self._find_matches(snapshot, schema, src, candidates, positions, False, cached)
         self._record(found, summary)
         if found.multiple and self.matched and not self._unconditional_delete_only():

@@ -21,7 +21,7 @@ from delta_pyspark.spark.commands.merge.common import _several_matches, _union
 from delta_pyspark.spark.commands.merge.planning import _Plan
 from delta_pyspark.spark.commands.rewrite import discard_files, elapsed_ms, files_by_uri, write_rows
 from delta_pyspark.spark.files.scan import read_files
-from delta_pyspark.spark.jvm.bridge import java_frame, required_helper
+from delta_pyspark.spark.jvm.helpers import UnmatchedRows
 
 if TYPE_CHECKING:
     from pyspark.sql import Column as SparkColumn
@@ -91,22 +91,21 @@ class _OnePass:
         assert self.one_pass_key is not None
         name, column = self.one_pass_key
         keys = src.select(column.cast("long").alias("k")).where(F.col("k").isNotNull())
-        helper = required_helper(self.spark, "deltapyspark.UnmatchedRowsParquetFormat")
         mode = column_mapping_mode(snapshot.configuration)
-        unmatched = helper.of(java_frame(keys), physical_name(schema.field(name), mode))
+        unmatched = UnmatchedRows(keys, physical_name(schema.field(name), mode))
         scan_ms = elapsed_ms(start)
         kept = read_files(self.spark, snapshot, candidates, unmatched=unmatched)
         # the source's rows in as many files as task slots (coalescing keeps them all busy)
         fresh = self._updates_of_source_rows(src, schema, None)
         fresh = fresh.coalesce(self.spark.sparkContext.defaultParallelism)
         adds = write_rows(_union([kept, fresh]), snapshot, schema)
-        matched, distinct, shared = list(unmatched.summary())
+        matched, distinct, shared = unmatched.summary()
         if shared or matched > distinct:
             discard_files(snapshot, adds)
             if shared:
                 raise _several_matches()
             return None
-        touched = files_by_uri(snapshot, candidates, unmatched.touched().split("\0")[:-1])
+        touched = files_by_uri(snapshot, candidates, unmatched.touched())
         removes = remove_actions(touched)
         txn.remove_files(removes)
         txn.add_files(adds)

@@ -25,7 +25,7 @@ from delta_pyspark.core.transaction.optimistic_transaction import Transaction
 from delta_pyspark.spark.commands.conditions import condition_sql
 from delta_pyspark.spark.commands.merge.source import _SourceSummary
 from delta_pyspark.spark.files.scan import session_time_zone
-from delta_pyspark.spark.jvm.bridge import java_frame
+from delta_pyspark.spark.jvm.plans import output_qualifiers
 from delta_pyspark.spark.types import to_spark_type
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ class _Planning:
         expr = parse_predicate(condition_sql(self.condition) or "true")
         target_names = {f.name.lower() for f in snapshot.schema.fields}
         source_names = {c.lower() for c in src.columns}
-        source_aliases = _qualifiers(src)
+        source_aliases = output_qualifiers(src)
         alias = self.alias.lower() if self.alias else None
 
         def side(path: tuple[str, ...]) -> str | None:
@@ -170,16 +170,6 @@ def _key_predicate(keys: list[tuple[str, Any]], summary: _SourceSummary) -> Expr
                 )
             )
     return and_all(terms)
-
-
-def _qualifiers(df: DataFrame) -> set[str]:
-    """The relation names (aliases) ``df``'s columns can be qualified with, lower-cased."""
-    output = java_frame(df).queryExecution().analyzed().output()
-    names = set()
-    for i in range(output.size()):
-        qualifier = output.apply(i).qualifier()
-        names.update(qualifier.apply(j).lower() for j in range(qualifier.size()))
-    return names
 
 
 def _type_family(dt: Any) -> str:

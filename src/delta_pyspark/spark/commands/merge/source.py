@@ -9,16 +9,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from delta_pyspark.spark.commands.merge.common import _SOURCE_MARK
-from delta_pyspark.spark.jvm.bridge import (
-    java_frame,
-    observed_values,
-    required_helper,
-    sql_conf,
-)
+from delta_pyspark.spark.jvm.bridge import observed_values
+from delta_pyspark.spark.jvm.helpers import ids_among
 
 if TYPE_CHECKING:
     from pyspark.sql import Column as SparkColumn
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import DataFrame
 
 
 # Source keys up to this many distinct values are recorded as an IN list, else as a range.
@@ -101,30 +97,11 @@ class _Source:
             ]
 
 
-def _broadcastable(spark: SparkSession, df: DataFrame) -> bool:
-    """Whether Spark's size estimate of ``df`` is within its broadcast-join threshold,
-    the test Spark applies before broadcasting either side of a join."""
-    threshold = int(sql_conf(spark).autoBroadcastJoinThreshold())
-    size = java_frame(df).queryExecution().optimizedPlan().stats().sizeInBytes()
-    return 0 <= int(size) <= threshold
-
-
 def _rows_by_mark(src: DataFrame, marks: np.ndarray, present: bool) -> DataFrame:
     """The rows of ``src`` whose ids (``_SOURCE_MARK``) are among the sorted ``marks``
     (``present``) or not: the JVM helper's binary search, no join and no broadcast built
     on the driver."""
-    from pyspark.sql import Column
-
-    helper = required_helper(src.sparkSession, "deltapyspark.SortedLongs")
-    packed = bytearray(marks.astype("<i8").tobytes())
-    test = helper.isIn if present else helper.notIn
-    return src.filter(Column(test(_SOURCE_MARK, packed)))
-
-
-def _drop_checkpoint(df: DataFrame) -> None:
-    """Free the blocks of a ``localCheckpoint``ed DataFrame now rather than when the
-    driver's garbage collector gets to its RDD."""
-    java_frame(df).queryExecution().analyzed().rdd().unpersist(False)
+    return src.filter(ids_among(src, _SOURCE_MARK, marks, present))
 
 
 def _and_columns(columns: list[SparkColumn]) -> SparkColumn:

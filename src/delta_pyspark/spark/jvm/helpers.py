@@ -1,0 +1,209 @@
+"""The JVM helper's own classes (``java/deltapyspark/``), called with Python values.
+
+Each function here is one use of a helper class: the file scans a snapshot lists, the
+deletion-vector and one-pass-upsert Parquet formats, identity values, the sorted-ids filter,
+array literals built in the JVM, and two of Spark's type rules the engine asks about. Engine
+modules pass DataFrames, Columns and plain values and get the same back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from pyroaring import BitMap64
+from pyspark.sql import Column, DataFrame, SparkSession
+
+from delta_pyspark.spark.jvm.bridge import (
+    classic_session,
+    helper_class,
+    java_frame,
+    jvm,
+    new_array,
+    new_object,
+    python_frame,
+    required_helper,
+    serve_callbacks,
+    sql_conf,
+)
+
+
+def parquet_scan(
+    spark: SparkSession,
+    paths: list[str],
+    sizes_and_times: np.ndarray,
+    schema_json: str,
+    base: str | None,
+) -> DataFrame:
+    """A Parquet scan of exactly ``paths`` (``FileScans.parquet``) with the sizes and
+    modification times the log gives them (an ``(n, 2)`` int64 array), under ``base`` for
+    Hive-style partition discovery (None: none)."""
+    scans = required_helper(spark, "deltapyspark.FileScans")
+    return python_frame(
+        scans.parquet(
+            classic_session(spark),
+            "".join(f"{p}\0" for p in paths),
+            bytearray(sizes_and_times.astype("<i8").tobytes()),
+            schema_json,
+            base,
+        ),
+        spark,
+    )
+
+
+def with_scan_conf(df: DataFrame, key: str, value: str) -> DataFrame:
+    """``df``'s file scan reading with one session setting of its own (``FileScans.withConf``)."""
+    scans = required_helper(df.sparkSession, "deltapyspark.FileScans")
+    return python_frame(scans.withConf(java_frame(df), key, value), df.sparkSession)
+
+
+def with_max_split_bytes(df: DataFrame, split: int) -> DataFrame:
+    """``df``'s file scan split at ``split`` bytes, the user's session untouched."""
+    scans = required_helper(df.sparkSession, "deltapyspark.FileScans")
+    return python_frame(scans.withMaxSplitBytes(java_frame(df), split), df.sparkSession)
+
+
+@dataclass(frozen=True)
+class SplitSettings:
+    """The session settings Spark packs a file scan's tasks by."""
+
+    min_partition_num_set: bool
+    max_partition_bytes: int
+    open_cost_in_bytes: int
+    task_slots: int
+
+
+def split_settings(spark: SparkSession) -> SplitSettings:
+    conf = sql_conf(spark)
+    return SplitSettings(
+        min_partition_num_set=bool(conf.filesMinPartitionNum().isDefined()),
+        max_partition_bytes=int(conf.filesMaxPartitionBytes()),
+        open_cost_in_bytes=int(conf.filesOpenCostInBytes()),
+        task_slots=int(classic_session(spark).leafNodeDefaultParallelism()),
+    )
+
+
+def without_deleted_rows(df: DataFrame, vectors: Iterable[tuple[str, BitMap64]]) -> DataFrame:
+    """``df`` (a file scan) read through ``DeletionVectorParquetFormat``, which drops each
+    file's (``_metadata.file_path``) deleted rows inside the scan."""
+    spark = df.sparkSession
+    deleted = deleted_rows(spark, vectors)
+    scan = jvm(spark).deltapyspark.DeletionVectorParquetFormat.scan(java_frame(df), deleted)
+    return python_frame(scan, spark)
+
+
+def deleted_rows(spark: SparkSession, vectors: Iterable[tuple[str, BitMap64]]) -> Any:
+    """A JVM ``DeletedRows`` holding each file's deleted rows, broadcast with the scan."""
+    paths, bitmaps = bytearray(), bytearray()
+    for path, rows in vectors:
+        paths += path.encode() + b"\0"
+        bitmaps += rows.serialize()
+    deleted = new_object(spark, "deltapyspark.DeletedRows")
+    deleted.addAll(paths, bitmaps)
+    return deleted
+
+
+class UnmatchedRows:
+    """MERGE's one-pass upsert format (``UnmatchedRowsParquetFormat``): a file scan through
+    it yields a file's rows whose key no source row holds, and nothing for a file with no
+    match; what matched is counted per file."""
+
+    def __init__(self, keys: DataFrame, key_column: str) -> None:
+        helper = required_helper(keys.sparkSession, "deltapyspark.UnmatchedRowsParquetFormat")
+        self._format = helper.of(java_frame(keys), key_column)
+
+    def scan(self, df: DataFrame) -> DataFrame:
+        return python_frame(self._format.scan(java_frame(df)), df.sparkSession)
+
+    def summary(self) -> tuple[int, int, int]:
+        """(matched keys, distinct matched keys, keys matched in several files)."""
+        matched, distinct, shared = list(self._format.summary())
+        return int(matched), int(distinct), int(shared)
+
+    def touched(self) -> list[str]:
+        """The URIs of the files with a matched key."""
+        return [str(p) for p in self._format.touched().split("\0")[:-1]]
+
+
+def ids_among(src: DataFrame, column: str, marks: np.ndarray, present: bool) -> Column:
+    """A condition on ``src``'s long ``column``: among the sorted ``marks`` (``present``)
+    or not (``SortedLongs``: a binary search, no join, nothing broadcast from the driver)."""
+    helper = required_helper(src.sparkSession, "deltapyspark.SortedLongs")
+    packed = bytearray(marks.astype("<i8").tobytes())
+    test = helper.isIn if present else helper.notIn
+    return Column(test(column, packed))
+
+
+def identity_values(spark: SparkSession, next_value: int, step: int) -> Column:
+    """The generated values of one identity column (``IdentityValues``)."""
+    values = required_helper(spark, "deltapyspark.IdentityValues")
+    return Column(values.column(next_value, step))
+
+
+def array_literal(spark: SparkSession, values: list[Any], kind: str) -> Column:
+    """One array literal (a single plan node, however long) of ``bigint``/``double``/``string``
+    values, built in the JVM from one bulk transfer: ``F.array`` of thousands of ``lit``s
+    would be slow to analyse, and an array column would be copied with every row."""
+    java = jvm(spark)
+    if kind == "string":
+        sep = next(chr(c) for c in range(1, 0x10000) if all(chr(c) not in v for v in values))
+        pattern = java.java.util.regex.Pattern.compile(java.java.util.regex.Pattern.quote(sep))
+        array = pattern.split(sep.join(values), -1)  # a Java String[], kept in the JVM
+    else:
+        numeric = kind == "bigint"
+        data = bytearray(np.asarray(values, dtype=">i8" if numeric else ">f8").tobytes())
+        array = new_array(spark, java.long if numeric else java.double, len(values))
+        buffer = java.java.nio.ByteBuffer.wrap(data)
+        (buffer.asLongBuffer() if numeric else buffer.asDoubleBuffer()).get(array)
+    return Column(java.org.apache.spark.sql.functions.lit(array))
+
+
+def ansi_store_assignable(spark: SparkSession, source_json: str, target_json: str) -> bool:
+    """Whether Spark's ANSI store assignment takes a value of the first type (Spark's type
+    JSON) into a column of the second (int into bigint, say)."""
+    java = jvm(spark)
+    types = java.org.apache.spark.sql.types.DataType
+    cast = java.org.apache.spark.sql.catalyst.expressions.Cast
+    return bool(cast.canANSIStoreAssign(types.fromJson(source_json), types.fromJson(target_json)))
+
+
+def data_type_json(spark: SparkSession, ddl: str) -> str:
+    """A SQL type as Spark parses it (``decimal(10,2)``, ``struct<a:int>``), as its JSON."""
+    return str(jvm(spark).org.apache.spark.sql.types.DataType.fromDDL(ddl).json())
+
+
+def struct_type_json(spark: SparkSession, ddl: str) -> str:
+    """Column definitions as Spark's own parser reads them (NOT NULL and comments kept), as
+    the JSON of a ``StructType``."""
+    return str(jvm(spark).org.apache.spark.sql.types.StructType.fromDDL(ddl).json())
+
+
+def serve_delta_source(spark: SparkSession, tables: Any) -> bool:
+    """Register ``tables`` (the Python side of ``DeltaTables.java``) with the session's
+    ``DeltaSource``; False when the helper jar is not on the session's class path."""
+    source = helper_class(spark, "deltapyspark.DeltaSource")
+    if source is None:
+        return False
+    serve_callbacks(spark, "tables", lambda: source.register(tables))
+    return True
+
+
+def listed_tables_of(df: DataFrame) -> list[str]:
+    """The ids of the Delta tables ``df``'s plan lists files of (planning it if no action
+    did yet); none without the helper jar."""
+    source = helper_class(df.sparkSession, "deltapyspark.DeltaSource")
+    if source is None:
+        return []
+    return [str(t) for t in source.listedTablesOf(java_frame(df))]
+
+
+def serve_sql_commands(spark: SparkSession, commands: Any) -> bool:
+    """Register ``commands`` (the Python side of ``DeltaSqlParser``'s statements) with the
+    session's JVM; False without the helper jar."""
+    parser = helper_class(spark, "deltapyspark.DeltaSqlParser")
+    if parser is None:
+        return False
+    serve_callbacks(spark, "commands", lambda: parser.register(commands))
+    return True
