@@ -18,19 +18,11 @@ from pyspark.sql import SparkSession
 
 from delta_pyspark import sql
 from delta_pyspark.exceptions import DeltaIllegalArgumentException
+from delta_pyspark.spark.conf import SESSION_DEFAULTS
 from delta_pyspark.spark.jvm.bridge import check_not_connect
 from delta_pyspark.spark.jvm.helper_jar import check_spark_version, with_extension_jar
 from delta_pyspark.spark.sources.activation import install, when_enabled
 from delta_pyspark.spark.sources.callback_service import EXTENSIONS
-
-SESSION_DEFAULTS = {
-    # Spark writes INT96 timestamps by default: no Parquet statistics, poor interop.
-    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
-    # Scans name the snapshot's files explicitly; above this many paths Spark "lists" them
-    # with a distributed job (one task per file): 1,000 files took 9-13 s vs 1.7-2.6 s.
-    "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
-}
-
 
 # delta-spark's session settings name JVM classes of its jar, which is not on the classpath
 # here: Spark would fail later with "Cannot find catalog plugin class" or skip the extension.

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from delta_pyspark.core.catalog.database import (
 from delta_pyspark.core.catalog.managed_tables import Catalog
 from delta_pyspark.core.protocol.actions import Metadata
 from delta_pyspark.core.snapshot.delta_log import DeltaLog
-from delta_pyspark.core.storage.log_store import LastWriterWinsLogStore
+from delta_pyspark.core.storage.log_store import LocalLogStore
 from delta_pyspark.core.transaction.commit import checkpoint_now
 from delta_pyspark.core.transaction.optimistic_transaction import Transaction
 from delta_pyspark.core.transaction.table_definition import create_table
@@ -36,6 +37,28 @@ from delta_pyspark.exceptions import (
     UnsupportedTableFeatureError,
     VersionNotFoundError,
 )
+
+
+class LastWriterWinsLogStore(LocalLogStore):
+    """An object store without put-if-absent, as S3 was: ``write_if_absent`` checks that
+    the key is absent and then writes, so two writers racing on one key both succeed and
+    the last one wins. Filesystem commits are refused on it (``atomic_put_if_absent``);
+    catalog-managed tables are safe on it, their staged files having unique names.
+
+    ``before_put``: called between the check and the write (tests widen the race with it).
+    """
+
+    atomic_put_if_absent = False
+
+    def __init__(self, before_put: Callable[[str], None] | None = None) -> None:
+        self.before_put = before_put
+
+    def write_if_absent(self, path: str, data: bytes, durable: bool = True) -> None:
+        if self.exists(path):
+            raise FileAlreadyExistsError(f"{path} already exists")
+        if self.before_put is not None:
+            self.before_put(path)
+        self.write(path, data, durable)
 
 
 def open_catalog(url: str, tmp_path: Path, **kw: Any) -> Catalog:

@@ -74,14 +74,6 @@ DOMAIN_TYPE = pa.struct(
     [("domain", pa.string()), ("configuration", pa.string()), ("removed", pa.bool_())]
 )
 CHECKPOINT_METADATA_TYPE = pa.struct([("version", pa.int64()), ("tags", STRING_MAP)])
-SIDECAR_TYPE = pa.struct(
-    [
-        ("path", pa.string()),
-        ("sizeInBytes", pa.int64()),
-        ("modificationTime", pa.int64()),
-        ("tags", STRING_MAP),
-    ]
-)
 CHECKPOINT_REMOVE_FIELDS = [
     "path",
     "deletionTimestamp",

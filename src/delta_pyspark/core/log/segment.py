@@ -61,11 +61,6 @@ def commit_version(name: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def checksum_version(name: str) -> int | None:
-    m = _CHECKSUM.match(name)
-    return int(m.group(1)) if m else None
-
-
 class CheckpointKind(Enum):
     CLASSIC = "classic"
     MULTIPART = "multipart"

@@ -64,16 +64,6 @@ REMOVE_SCHEMA = pa.schema(
     ]
 )
 
-CDC_SCHEMA = pa.schema(
-    [
-        ("path", pa.string()),
-        ("partitionValues", STRING_MAP),
-        ("size", pa.int64()),
-        ("dataChange", pa.bool_()),
-        ("tags", STRING_MAP),
-    ]
-)
-
 
 _INT64_MAX = (1 << 63) - 1
 _INT64_MIN = -(1 << 63)

@@ -457,8 +457,6 @@ def _constant_comparison(op: str, a: Any, b: Any) -> tuple[Mask, Mask]:
 
 # -- partition values ---------------------------------------------------------------------------
 
-_TS_ZONE = r"(Z|[+-]\d{2}:?\d{2})$"
-
 
 def _partition_values(
     raw_map: pa.Array, key: str, typ: pa.DataType, tz: ZoneInfo

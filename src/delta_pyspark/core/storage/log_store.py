@@ -16,7 +16,7 @@ import os
 import shutil
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from urllib.parse import unquote, urlparse
 
@@ -301,28 +301,6 @@ class LocalLogStore(LogStore):
 
     def real_path(self, path: str) -> str:
         return os.path.realpath(to_local_path(path))
-
-
-class LastWriterWinsLogStore(LocalLogStore):
-    """An object store without put-if-absent, as S3 was: ``write_if_absent`` checks that
-    the key is absent and then writes, so two writers racing on one key both succeed and
-    the last one wins. Filesystem commits are refused on it (``atomic_put_if_absent``);
-    catalog-managed tables are safe on it, their staged files having unique names.
-
-    ``before_put``: called between the check and the write (tests widen the race with it).
-    """
-
-    atomic_put_if_absent = False
-
-    def __init__(self, before_put: Callable[[str], None] | None = None) -> None:
-        self.before_put = before_put
-
-    def write_if_absent(self, path: str, data: bytes, durable: bool = True) -> None:
-        if self.exists(path):
-            raise FileAlreadyExistsError(f"{path} already exists")
-        if self.before_put is not None:
-            self.before_put(path)
-        self.write(path, data, durable)
 
 
 def log_store_for(path: str) -> LogStore:

@@ -34,14 +34,16 @@ from delta_pyspark.core.protocol.table_properties import validate_properties
 from delta_pyspark.core.snapshot.delta_log import set_coordinator_resolver
 from delta_pyspark.exceptions import DeltaAnalysisException
 from delta_pyspark.spark.catalog.session_catalog import lookup, register
+from delta_pyspark.spark.conf import (
+    CATALOG_MAINTENANCE_CONF,
+    CATALOG_URL_CONF,
+    CATALOG_WAREHOUSE_CONF,
+)
 from delta_pyspark.spark.jvm import catalog_access
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-URL_CONF = "spark.delta_pyspark.catalog.url"
-WAREHOUSE_CONF = "spark.delta_pyspark.catalog.warehouse"
-MAINTENANCE_CONF = "spark.delta_pyspark.catalog.allowMaintenance"
 CATALOG_MANAGED_PROPERTY = "delta.feature.catalogManaged"
 
 _lock = threading.Lock()
@@ -62,23 +64,23 @@ def use_catalog(
         _attached.clear()
         if url is None:
             set_coordinator_resolver(None)
-            spark.conf.unset(URL_CONF)
+            spark.conf.unset(CATALOG_URL_CONF)
             return None
         catalog = Catalog.open(url, warehouse, allow_maintenance=allow_maintenance)
         _attached[url] = catalog
         set_coordinator_resolver(catalog.coordinator_for)
-    spark.conf.set(URL_CONF, url)
+    spark.conf.set(CATALOG_URL_CONF, url)
     sync_catalog(spark)
     return catalog
 
 
 def attach_from_conf(spark: SparkSession) -> None:
     """``use_catalog`` with the session's confs, once (a session built with the URL)."""
-    url = spark.conf.get(URL_CONF, None)
+    url = spark.conf.get(CATALOG_URL_CONF, None)
     if not url or url in _attached:
         return
-    warehouse = spark.conf.get(WAREHOUSE_CONF, None)
-    maintenance = str(spark.conf.get(MAINTENANCE_CONF, "false")).lower() == "true"
+    warehouse = spark.conf.get(CATALOG_WAREHOUSE_CONF, None)
+    maintenance = str(spark.conf.get(CATALOG_MAINTENANCE_CONF, "false")).lower() == "true"
     use_catalog(spark, url, warehouse, maintenance)
 
 
@@ -108,8 +110,8 @@ def transaction(spark: SparkSession) -> AbstractContextManager[MultiTableTransac
     catalog = attached()
     if catalog is None:
         raise DeltaAnalysisException(
-            f"a multi-table transaction needs the session attached to a catalog (set {URL_CONF} "
-            "or call delta_pyspark.use_catalog(spark, url))"
+            "a multi-table transaction needs the session attached to a catalog "
+            f"(set {CATALOG_URL_CONF} or call delta_pyspark.use_catalog(spark, url))"
         )
     return catalog.transaction().collecting()
 
@@ -129,7 +131,7 @@ def create_catalog_table(
     if catalog is None:
         raise DeltaAnalysisException(
             f"CREATE TABLE {name} with {CATALOG_MANAGED_PROPERTY}: the session is attached to "
-            f"no catalog (set {URL_CONF} or call delta_pyspark.use_catalog(spark, url))"
+            f"no catalog (set {CATALOG_URL_CONF} or call delta_pyspark.use_catalog(spark, url))"
         )
     if if_not_exists and (lookup(spark, name) is not None or name in _names(catalog)):
         return

@@ -23,6 +23,12 @@ import pyarrow.compute as pc
 from delta_pyspark.core.commands.optimize_plan import MIB, PartitionKey, parse_bytes, partition_keys
 from delta_pyspark.core.snapshot.delta_log import DeltaLog
 from delta_pyspark.spark.commands.optimize import OptimizeResult, OptimizeSpec, run_optimize
+from delta_pyspark.spark.conf import (
+    AUTO_COMPACT_CONF,
+    AUTO_COMPACT_MAX_FILE_SIZE_CONF,
+    AUTO_COMPACT_MIN_FILE_SIZE_CONF,
+    AUTO_COMPACT_MIN_NUM_FILES_CONF,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -32,17 +38,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-ENABLED_CONF = "spark.databricks.delta.autoCompact.enabled"
 ENABLED_PROP = "delta.autoOptimize.autoCompact"
-MAX_FILE_SIZE_CONF = "spark.databricks.delta.autoCompact.maxFileSize"
-MIN_FILE_SIZE_CONF = "spark.databricks.delta.autoCompact.minFileSize"
-MIN_NUM_FILES_CONF = "spark.databricks.delta.autoCompact.minNumFiles"
 DEFAULT_MAX_FILE_SIZE = 128 * MIB
 DEFAULT_MIN_NUM_FILES = 50
 
 
 def auto_compact_enabled(spark: SparkSession, configuration: Mapping[str, str]) -> bool:
-    conf = spark.conf.get(ENABLED_CONF, None)
+    conf = spark.conf.get(AUTO_COMPACT_CONF, None)
     if conf is not None:
         return str(conf).strip().lower() == "true"
     prop = str(configuration.get(ENABLED_PROP, "false")).strip().lower()
@@ -87,10 +89,12 @@ def auto_compact(
 def _compact(
     spark: SparkSession, delta_log: DeltaLog, adds: list[dict[str, Any]]
 ) -> OptimizeResult | None:
-    max_size = parse_bytes(spark.conf.get(MAX_FILE_SIZE_CONF, None) or DEFAULT_MAX_FILE_SIZE)
-    raw_min = spark.conf.get(MIN_FILE_SIZE_CONF, None)
+    max_size = parse_bytes(
+        spark.conf.get(AUTO_COMPACT_MAX_FILE_SIZE_CONF, None) or DEFAULT_MAX_FILE_SIZE
+    )
+    raw_min = spark.conf.get(AUTO_COMPACT_MIN_FILE_SIZE_CONF, None)
     min_size = parse_bytes(raw_min) if raw_min is not None else max(1, max_size // 2)
-    min_files = int(spark.conf.get(MIN_NUM_FILES_CONF, None) or DEFAULT_MIN_NUM_FILES)
+    min_files = int(spark.conf.get(AUTO_COMPACT_MIN_NUM_FILES_CONF, None) or DEFAULT_MIN_NUM_FILES)
     touched: set[PartitionKey] = {
         tuple(sorted((a.get("partitionValues") or {}).items())) for a in adds
     }

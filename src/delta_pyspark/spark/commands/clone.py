@@ -11,6 +11,7 @@ from delta_pyspark.core.commands.clone import CloneResult, clone_table
 from delta_pyspark.core.snapshot.delta_log import DeltaLog
 from delta_pyspark.core.snapshot.time_travel import parse_timestamp_ms
 from delta_pyspark.spark.catalog.session_catalog import lookup, register, table_location
+from delta_pyspark.spark.conf import session_time_zone
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -42,7 +43,7 @@ def execute_clone(
 
     timestamp_ms = None
     if timestamp is not None:
-        tz = ZoneInfo(spark.conf.get("spark.sql.session.timeZone", "UTC"))
+        tz = ZoneInfo(session_time_zone(spark))
         timestamp_ms = parse_timestamp_ms(timestamp, tz)
     result = clone_table(
         log,

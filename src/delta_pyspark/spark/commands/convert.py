@@ -54,8 +54,8 @@ from delta_pyspark.exceptions import (
     DeltaIllegalArgumentException,
     ProtocolChangedException,
 )
+from delta_pyspark.spark.conf import session_time_zone
 from delta_pyspark.spark.files.paths import to_log_path
-from delta_pyspark.spark.files.scan import session_time_zone
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

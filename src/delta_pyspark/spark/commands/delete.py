@@ -38,8 +38,8 @@ from delta_pyspark.spark.commands.rewrite import (
     rewrite_files,
     touched_files,
 )
-from delta_pyspark.spark.conf import user_metadata
-from delta_pyspark.spark.files.scan import read_files, session_time_zone
+from delta_pyspark.spark.conf import session_time_zone, user_metadata
+from delta_pyspark.spark.files.scan import read_files
 from delta_pyspark.spark.jvm.bridge import internal_plans
 
 if TYPE_CHECKING:

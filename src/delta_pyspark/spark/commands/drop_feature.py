@@ -23,20 +23,19 @@ from delta_pyspark.core.snapshot.snapshot import Snapshot
 from delta_pyspark.core.storage.log_store import to_local_path
 from delta_pyspark.core.transaction.optimistic_transaction import Transaction
 from delta_pyspark.spark.commands.optimize import OptimizeSpec, run_optimize
+from delta_pyspark.spark.conf import FAST_DROP_FEATURE_CONF
 from delta_pyspark.spark.files.scan import read_files
 from delta_pyspark.spark.files.write import write_files
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-FAST_DROP_CONF = "spark.databricks.delta.tableFeatures.fastDropFeature.enabled"
-
 
 def drop_table_feature(
     spark: SparkSession, log: DeltaLog, name: str, truncate_history: bool
 ) -> None:
     """DeltaTable.dropFeatureSupport / ALTER TABLE ... DROP FEATURE."""
-    fast = str(spark.conf.get(FAST_DROP_CONF, "true")).strip().lower() == "true"
+    fast = str(spark.conf.get(FAST_DROP_FEATURE_CONF, "true")).strip().lower() == "true"
     rewrites = DataRewrites(
         purge=lambda target: _reorg(spark, target, OptimizeSpec(purge=True)),
         narrow_types=lambda target: _reorg(

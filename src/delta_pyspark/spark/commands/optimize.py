@@ -62,16 +62,18 @@ from delta_pyspark.spark.commands.clustering import (
     write_clustered,
 )
 from delta_pyspark.spark.commands.rewrite import live_rows, num_records
-from delta_pyspark.spark.conf import user_metadata
-from delta_pyspark.spark.files.scan import session_time_zone
+from delta_pyspark.spark.conf import (
+    OPTIMIZE_MAX_DELETED_ROWS_RATIO_CONF,
+    OPTIMIZE_MAX_FILE_SIZE_CONF,
+    OPTIMIZE_MIN_FILE_SIZE_CONF,
+    session_time_zone,
+    user_metadata,
+)
 from delta_pyspark.spark.jvm.bridge import parsed_expression_text
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-MAX_FILE_SIZE_CONF = "spark.databricks.delta.optimize.maxFileSize"
-MIN_FILE_SIZE_CONF = "spark.databricks.delta.optimize.minFileSize"
-MAX_DELETED_ROWS_RATIO_CONF = "spark.databricks.delta.optimize.maxDeletedRowsRatio"
 TARGET_FILE_SIZE_PROP = "delta.targetFileSize"
 DEFAULT_MAX_FILE_SIZE = GIB
 DEFAULT_MAX_DELETED_ROWS_RATIO = 0.05
@@ -161,7 +163,7 @@ class OptimizeResult:
 
 def max_file_size(spark: SparkSession, configuration: Any) -> int:
     """Target size of OPTIMIZE's output files (session conf, table property, 1 GB)."""
-    conf = spark.conf.get(MAX_FILE_SIZE_CONF, None)
+    conf = spark.conf.get(OPTIMIZE_MAX_FILE_SIZE_CONF, None)
     if conf is not None:
         return parse_bytes(conf)
     prop = configuration.get(TARGET_FILE_SIZE_PROP)
@@ -169,16 +171,16 @@ def max_file_size(spark: SparkSession, configuration: Any) -> int:
 
 
 def _min_file_size(spark: SparkSession, target: int) -> int:
-    conf = spark.conf.get(MIN_FILE_SIZE_CONF, None)
+    conf = spark.conf.get(OPTIMIZE_MIN_FILE_SIZE_CONF, None)
     return parse_bytes(conf) if conf is not None else target
 
 
 def _max_deleted_ratio(spark: SparkSession) -> float:
-    raw = spark.conf.get(MAX_DELETED_ROWS_RATIO_CONF, None)
+    raw = spark.conf.get(OPTIMIZE_MAX_DELETED_ROWS_RATIO_CONF, None)
     ratio = DEFAULT_MAX_DELETED_ROWS_RATIO if raw is None else float(raw)
     if not 0.0 <= ratio <= 1.0:
         raise DeltaIllegalArgumentException(
-            f"{MAX_DELETED_ROWS_RATIO_CONF} must be in [0.0, 1.0], got {raw}"
+            f"{OPTIMIZE_MAX_DELETED_ROWS_RATIO_CONF} must be in [0.0, 1.0], got {raw}"
         )
     return ratio
 

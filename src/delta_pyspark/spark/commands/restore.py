@@ -8,11 +8,10 @@ from typing import TYPE_CHECKING
 from delta_pyspark.core.commands.restore import METRIC_COLUMNS, metrics_row, restore
 from delta_pyspark.core.snapshot.delta_log import DeltaLog
 from delta_pyspark.core.snapshot.time_travel import parse_timestamp_ms
+from delta_pyspark.spark.conf import IGNORE_MISSING_FILES_CONF, session_time_zone
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-
-IGNORE_MISSING_FILES_CONF = "spark.sql.files.ignoreMissingFiles"
 
 
 def execute_restore(
@@ -26,7 +25,7 @@ def execute_restore(
 
     timestamp_ms = None
     if timestamp is not None:
-        tz = ZoneInfo(spark.conf.get("spark.sql.session.timeZone", "UTC"))
+        tz = ZoneInfo(session_time_zone(spark))
         timestamp_ms = parse_timestamp_ms(timestamp, tz)
     ignore_missing = str(spark.conf.get(IGNORE_MISSING_FILES_CONF, "false")).lower() == "true"
     metrics = restore(

@@ -42,8 +42,8 @@ from delta_pyspark.spark.commands.rewrite import (
     touched_files,
     write_rows,
 )
-from delta_pyspark.spark.conf import user_metadata
-from delta_pyspark.spark.files.scan import read_files, session_time_zone
+from delta_pyspark.spark.conf import session_time_zone, user_metadata
+from delta_pyspark.spark.files.scan import read_files
 from delta_pyspark.spark.jvm.bridge import internal_plans
 from delta_pyspark.spark.types import to_spark_type
 

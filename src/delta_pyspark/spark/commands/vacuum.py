@@ -9,12 +9,10 @@ from delta_pyspark.core.commands.vacuum import vacuum
 from delta_pyspark.core.commands.vacuum_plan import RETENTION_CHECK_CONF, TRUST_DAMAGED_LOG_CONF
 from delta_pyspark.core.snapshot.delta_log import DeltaLog
 from delta_pyspark.core.storage.commit_coordinator import check_maintenance
+from delta_pyspark.spark.conf import VACUUM_PARALLEL_DELETE_CONF, VACUUM_PARALLELISM_CONF
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-
-PARALLEL_DELETE_ENABLED_CONF = "spark.databricks.delta.vacuum.parallelDelete.enabled"
-PARALLEL_DELETE_CONF = "spark.databricks.delta.vacuum.parallelDelete.parallelism"
 
 
 def retention_check_enabled(spark: SparkSession) -> bool:
@@ -43,8 +41,8 @@ def execute_vacuum(
 
     check_maintenance(log.coordinator, log.table_root, "VACUUM")
     # Deleting is file-system I/O: threads by default, one at a time if turned off.
-    parallel = str(spark.conf.get(PARALLEL_DELETE_ENABLED_CONF, "true")).lower() != "false"
-    parallelism = int(spark.conf.get(PARALLEL_DELETE_CONF, "8")) if parallel else 1
+    parallel = str(spark.conf.get(VACUUM_PARALLEL_DELETE_CONF, "true")).lower() != "false"
+    parallelism = int(spark.conf.get(VACUUM_PARALLELISM_CONF, "8")) if parallel else 1
     result = vacuum(
         log,
         retention_hours,

@@ -52,7 +52,7 @@ from delta_pyspark.spark.columns.identity import record_high_water_marks, with_i
 from delta_pyspark.spark.commands.auto_compact import commit_and_compact
 from delta_pyspark.spark.commands.change_data import records_changes, replaced_changes
 from delta_pyspark.spark.commands.rewrite import rewrite_without
-from delta_pyspark.spark.conf import auto_merge, user_metadata
+from delta_pyspark.spark.conf import PROPERTY_DEFAULTS_PREFIX, auto_merge, user_metadata
 from delta_pyspark.spark.files.optimized_write import optimize_write_enabled
 from delta_pyspark.spark.files.scan import read_files
 from delta_pyspark.spark.files.write import write_files
@@ -64,7 +64,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-DEFAULTS_PREFIX = "spark.databricks.delta.properties.defaults."
 # Options Spark's SQL commands hand the source (see DeltaWrites.java): the operation a commit
 # records (CREATE TABLE, CREATE TABLE AS SELECT) and the table's comment.
 OPERATION_OPTION = "__delta_operation"
@@ -134,9 +133,9 @@ def _session_defaults(spark: SparkSession) -> dict[str, str]:
     merged = dict(conf) | runtime
     # spark.databricks.delta.properties.defaults.appendOnly sets delta.appendOnly
     return {
-        "delta." + k[len(DEFAULTS_PREFIX) :]: v
+        "delta." + k[len(PROPERTY_DEFAULTS_PREFIX) :]: v
         for k, v in merged.items()
-        if k.startswith(DEFAULTS_PREFIX)
+        if k.startswith(PROPERTY_DEFAULTS_PREFIX)
     }
 
 
@@ -437,7 +436,7 @@ def _replace_where_removes(
     from pyspark.sql import functions as F
 
     from delta_pyspark.core.skipping.file_pruning import prune_files
-    from delta_pyspark.spark.files.scan import session_time_zone
+    from delta_pyspark.spark.conf import session_time_zone
 
     expr = parse_predicate(predicate)
     txn.read_predicate(expr, session_time_zone(spark))

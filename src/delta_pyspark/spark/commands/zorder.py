@@ -63,6 +63,7 @@ from delta_pyspark.core.stats.indexed_columns import indexed_paths, resolve_leaf
 from delta_pyspark.core.stats.layout import has_min_max, split_column_name
 from delta_pyspark.exceptions import DeltaAnalysisException
 from delta_pyspark.spark.columns.row_tracking import preserved_columns, read_preserving
+from delta_pyspark.spark.conf import ZORDER_CHECK_STATS_CONF, ZORDER_NUM_RANGES_CONF
 from delta_pyspark.spark.files.scan import FILE_PATH, ROW_INDEX, file_uris
 from delta_pyspark.spark.files.write import write_compacted
 from delta_pyspark.spark.jvm.helpers import array_literal
@@ -70,8 +71,6 @@ from delta_pyspark.spark.jvm.helpers import array_literal
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
-NUM_RANGES_CONF = "spark.databricks.io.skipping.mdc.rangeId.max"
-CHECK_STATS_CONF = "spark.databricks.delta.optimize.zorder.checkStatsCollection.enabled"
 DEFAULT_NUM_RANGES = 1000
 SAMPLE_ROWS_PER_RANGE = 100
 MAX_SAMPLE_ROWS = 1_000_000
@@ -98,7 +97,7 @@ def resolve_zorder_columns(
     schema = snapshot.schema
     mode = column_mapping_mode(snapshot.configuration)
     parts = {p.lower() for p in snapshot.partition_columns}
-    check_stats = str(spark.conf.get(CHECK_STATS_CONF, "true")).strip().lower() != "false"
+    check_stats = str(spark.conf.get(ZORDER_CHECK_STATS_CONF, "true")).strip().lower() != "false"
     indexed = _indexed_paths(snapshot) if check_stats else set()
     resolved: list[tuple[str, ...]] = []
     without_stats: list[str] = []
@@ -126,7 +125,7 @@ def resolve_zorder_columns(
             f"Z-Ordering on [{', '.join(without_stats)}] will be ineffective, because we "
             "currently do not collect min/max stats for these columns (see "
             "delta.dataSkippingNumIndexedCols / delta.dataSkippingStatsColumns). You can "
-            f"disable this check by setting {CHECK_STATS_CONF} = false"
+            f"disable this check by setting {ZORDER_CHECK_STATS_CONF} = false"
         )
     return resolved
 
@@ -333,7 +332,7 @@ def zorder_frame(
     """
     from pyspark.sql import functions as F
 
-    num_ranges = max(2, int(spark.conf.get(NUM_RANGES_CONF, str(DEFAULT_NUM_RANGES))))
+    num_ranges = max(2, int(spark.conf.get(ZORDER_NUM_RANGES_CONF, str(DEFAULT_NUM_RANGES))))
     chosen = files.take(pa.array(bin_rows(bins), pa.int64()))
     file_counts = [max(1, math.ceil(b.size / max_file_size)) for b in bins]
     if len(bins) == 1:

@@ -28,13 +28,12 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from delta_pyspark.core.commands.optimize_plan import MIB, parse_bytes
+from delta_pyspark.spark.conf import OPTIMIZE_WRITE_BIN_SIZE_CONF, OPTIMIZE_WRITE_CONF
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-OPTIMIZE_WRITE_CONF = "spark.databricks.delta.optimizeWrite.enabled"
 OPTIMIZE_WRITE_PROP = "delta.autoOptimize.optimizeWrite"
-BIN_SIZE_CONF = "spark.databricks.delta.optimizeWrite.binSize"
 DEFAULT_BIN_SIZE = 128 * MIB
 _ADVISORY = "spark.sql.adaptive.advisoryPartitionSizeInBytes"
 _PARALLELISM_FIRST = "spark.sql.adaptive.coalescePartitions.parallelismFirst"
@@ -64,7 +63,7 @@ def optimize_write_enabled(
 
 
 def bin_size(spark: SparkSession) -> int:
-    raw = spark.conf.get(BIN_SIZE_CONF, None)
+    raw = spark.conf.get(OPTIMIZE_WRITE_BIN_SIZE_CONF, None)
     return DEFAULT_BIN_SIZE if raw is None else parse_bytes(raw, MIB)
 
 

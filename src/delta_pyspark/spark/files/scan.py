@@ -42,6 +42,7 @@ from delta_pyspark.core.protocol.type_widening import needs_row_reader
 from delta_pyspark.core.snapshot.snapshot import Snapshot
 from delta_pyspark.core.storage.log_store import log_store_for
 from delta_pyspark.exceptions import DeltaError
+from delta_pyspark.spark.conf import VECTORIZED_READER_CONF
 from delta_pyspark.spark.files.paths import spark_file_uri
 from delta_pyspark.spark.jvm.helpers import (
     UnmatchedRows,
@@ -79,10 +80,6 @@ class ScanReport:
     @property
     def files_skipped(self) -> int:
         return self.files_total - self.files_scanned
-
-
-def session_time_zone(spark: SparkSession) -> str:
-    return str(spark.conf.get("spark.sql.session.timeZone", "UTC"))
 
 
 # Float spellings Spark's partition discovery parses (Java's); delta-rs writes "inf".
@@ -247,7 +244,7 @@ def _read(
     )
     df = parquet_scan(spark, paths, listing, schema.json(), base)
     if row_reader:  # Spark's vectorized reader refuses integers read as decimals
-        df = with_scan_conf(df, "spark.sql.parquet.enableVectorizedReader", "false")
+        df = with_scan_conf(df, VECTORIZED_READER_CONF, "false")
     return _even_tasks(spark, df, files.column("size"))
 
 

@@ -11,7 +11,7 @@ Python core raised inside a JVM call reaches the user as itself.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pyspark.errors import (
     AnalysisException,
@@ -23,9 +23,6 @@ from pyspark.errors import (
 )
 
 from delta_pyspark import exceptions as ex
-
-if TYPE_CHECKING:
-    pass
 
 
 def convert_errors(original_of: Callable[[str], BaseException | None]) -> None:

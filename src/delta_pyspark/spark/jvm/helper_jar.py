@@ -17,13 +17,8 @@ import subprocess
 import tempfile
 import zipfile
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from delta_pyspark.exceptions import DeltaJvmExtensionError
-
-if TYPE_CHECKING:
-    pass
-
 
 SPARK_VERSION = "4.0"  # the Spark minor version the Java sources and the private API match
 

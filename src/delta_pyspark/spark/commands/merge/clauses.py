@@ -4,13 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from delta_pyspark.exceptions import DeltaAnalysisException
 from delta_pyspark.spark.commands.conditions import condition_sql
-
-if TYPE_CHECKING:
-    pass
 
 
 @dataclass(frozen=True)

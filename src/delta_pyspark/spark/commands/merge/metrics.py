@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from delta_pyspark.core.snapshot.snapshot import Snapshot
 from delta_pyspark.spark.commands.rewrite import elapsed_ms, live_rows, num_records
 from delta_pyspark.spark.files.scan import read_files
-
-if TYPE_CHECKING:
-    pass
 
 
 class _Metrics:

@@ -24,7 +24,7 @@ from delta_pyspark.core.snapshot.snapshot import Snapshot
 from delta_pyspark.core.transaction.optimistic_transaction import Transaction
 from delta_pyspark.spark.commands.conditions import condition_sql
 from delta_pyspark.spark.commands.merge.source import _SourceSummary
-from delta_pyspark.spark.files.scan import session_time_zone
+from delta_pyspark.spark.conf import session_time_zone
 from delta_pyspark.spark.jvm.plans import output_qualifiers
 from delta_pyspark.spark.types import to_spark_type
 
