@@ -8,7 +8,7 @@ on a Delta table becomes a command node whose ``run`` calls ``DeltaCommands.run`
 executes it through the same Python API as ``DeltaTable`` (``tables.py``); anything else
 (another table format, a statement Delta does not add) answers ``N`` and goes to Spark's
 parser untouched. Time travel in queries (``VERSION AS OF``/``TIMESTAMP AS OF``) on a Delta
-table is rewritten by the parser into the read options ``planner.time_travel`` reads, with
+table is rewritten by the parser into the read options ``callback_service.time_travel`` reads, with
 the table's path from ``DeltaCommands.timeTravel``.
 
 Conditions, assignments and values are handed to the Python API as the user's SQL text, cut

@@ -7,7 +7,7 @@ version (PROTOCOL.md "Catalog-managed tables"): it ratifies version ``v`` only a
 is published to ``<v>.json``. Several ratifications (of different tables) commit in
 one database transaction or not at all, which is what multi-table transactions need.
 
-The SQL is shared; ``catalog_sqlite`` and ``catalog_postgres`` supply connections.
+The SQL is shared; ``sqlite`` and ``postgres`` supply connections.
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ everything under it), since the table may reach those files under the link's nam
 A state VACUUM cannot trust is refused before anything is committed or deleted. The
 log reader already refuses, for every snapshot, paths that cannot name a file of the
 table and a version checksum (``.crc``) that disagrees with the replayed log
-(``log_validation``, ``checksum``). VACUUM adds what only it needs (``check_trusted``):
+(``log.validation``, ``log.checksum``). VACUUM adds what only it needs (``check_trusted``):
 every live file (and deletion vector) inside the table must exist, in this table and in
 each registered shallow clone whose files the source keeps. A missing live file means
 the log no longer describes the files on disk (e.g. a changed byte in a path that the

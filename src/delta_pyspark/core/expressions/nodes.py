@@ -1,9 +1,9 @@
 """A tiny predicate AST for file skipping and conflict detection.
 
 The core never evaluates rows; it only needs to know which columns a predicate touches and to
-reason about min/max statistics. Anything ``expression_parser.parse_predicate`` does not
+reason about min/max statistics. Anything ``parser.parse_predicate`` does not
 understand becomes ``Unknown`` ("may match"), so a misunderstood predicate can cost performance
-but never correctness. ``expression_sql.to_sql`` prints the AST back as Spark SQL.
+but never correctness. ``printer.to_sql`` prints the AST back as Spark SQL.
 """
 
 from __future__ import annotations

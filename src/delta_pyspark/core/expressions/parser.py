@@ -2,7 +2,7 @@
 
 ``parse_predicate`` never raises: a sub-tree it does not model becomes ``Unknown`` with the
 columns it mentions. Constants, casts included, are folded with Spark's rules
-(``spark_casts``).
+(``casts``).
 """
 
 from __future__ import annotations

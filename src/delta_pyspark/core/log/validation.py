@@ -1,6 +1,6 @@
 """What a reconciled table state must satisfy before anything reads it.
 
-Parsing checks each action's JSON types (``actions``, ``log_replay``); this module
+Parsing checks each action's JSON types (``actions``, ``replay``); this module
 checks the state those actions add up to, column-wise over the file list, so a damaged
 or hostile log is reported as ``CorruptLogError`` instead of becoming wrong rows, a
 read outside the table, or a destructive guess (VACUUM deleting a file an add names):

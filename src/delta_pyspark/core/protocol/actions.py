@@ -329,7 +329,7 @@ def check_file_action(kind: str, body: Mapping[str, Any]) -> None:
         raise CorruptLogError(f"{kind} action without a path")
     for key in REQUIRED_FIELDS[kind]:
         _require(body, key, kind)
-    # ranges beyond a long's are for the state (``log_validation``), as for both parsers
+    # ranges beyond a long's are for the state (``log.validation``), as for both parsers
     for key in ("size", "modificationTime", "deletionTimestamp"):
         _long(body, key, kind, minimum=_INT64_MIN)
     for key in ("baseRowId", "defaultRowCommitVersion"):

@@ -16,7 +16,7 @@ def parse_timestamp_ms(value: str | datetime | date | int, tz: tzinfo = UTC) -> 
     """A timestamp as ms since the epoch; naive values are read in ``tz``.
 
     Accepts datetimes, dates, epoch milliseconds and the strings Spark casts to a timestamp
-    (``spark_casts.parse_timestamp``: ``2024-01-31``, ``2024-01-31 10:00:00[.123]``,
+    (``expressions.casts.parse_timestamp``: ``2024-01-31``, ``2024-01-31 10:00:00[.123]``,
     ``T`` separators, an offset, ``Z`` or a region).
     """
     if isinstance(value, int):

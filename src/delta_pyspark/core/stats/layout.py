@@ -2,8 +2,8 @@
 
 Stats are the ``add.stats`` JSON documents of the Delta protocol ("Per-file Statistics"):
 ``{"numRecords", "minValues", "maxValues", "nullCount", "tightBounds"}`` with per-column values
-nested like the data schema and keyed by physical column names. ``stats_parsing`` reads them
-into this layout; ``stats_collection`` writes them from Parquet footers.
+nested like the data schema and keyed by physical column names. ``parsing`` reads them
+into this layout; ``collection`` writes them from Parquet footers.
 
 All schemas here are Arrow schemas with *physical* names (the caller maps column-mapping names).
 """

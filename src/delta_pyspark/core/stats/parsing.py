@@ -1,7 +1,7 @@
 """Reading per-file statistics (PROTOCOL.md "Per-file Statistics") into Arrow.
 
 ``parse_stats`` reads ``add.stats`` JSON documents, ``stats_from_parsed`` a checkpoint's
-``add.stats_parsed`` column, both into the layout of ``stats.stats_schema`` (physical
+``add.stats_parsed`` column, both into the layout of ``stats.layout.stats_schema`` (physical
 names). Snapshots hold millions of documents, so parsing is one ``pyarrow.json`` call over
 the whole column; a Python loop only runs to isolate rows pyarrow rejects.
 """

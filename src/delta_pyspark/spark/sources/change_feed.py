@@ -3,7 +3,7 @@
 
 The core lists the files holding the changes (``core/changes/change_data.py``); Spark reads them
 as two native Parquet relations of the ``delta`` source over fixed file lists
-(``planner.DeltaTables`` registers them, their files reach Spark as file statuses): the
+(``callback_service.DeltaTables`` registers them, their files reach Spark as file statuses): the
 ``cdc`` files, whose rows carry ``_change_type``, and the added/removed data files. The
 literal columns (``_change_type`` of data files, ``_commit_version``, ``_commit_timestamp``)
 are partition values of those relations, one set per file, so one scan covers every
@@ -37,7 +37,7 @@ from delta_pyspark.core.storage.log_store import log_store_for
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-# The option naming a registered list of change files (``planner.DeltaTables``).
+# The option naming a registered list of change files (``callback_service.DeltaTables``).
 CHANGES_OPTION = "__delta_change_files"
 # The extra columns: partition values of the relations (``_change_type`` of data files).
 EXTRA_FIELDS = (
@@ -89,7 +89,7 @@ def changes_frame(spark: SparkSession, snapshot: Snapshot, files: list[ChangeFil
 
 
 def change_files_table(snapshot: Snapshot, files: list[ChangeFile]) -> pa.Table:
-    """``files`` in the layout a fixed relation lists (``planner``): partition values hold
+    """``files`` in the layout a fixed relation lists (``callback_service``): partition values hold
     the extra columns' values too, ``deletedRows`` the rows to leave out (serialized)."""
     store_root = snapshot.table_root
     store = log_store_for(store_root)

@@ -2,7 +2,7 @@
 and ``DeltaStreamSink``.
 
 The source asks here for its schema, for the offset after each micro-batch and, through
-the ``delta`` relation (``planner.DeltaTables.open``), for the files of a batch; which
+the ``delta`` relation (``callback_service.DeltaTables.open``), for the files of a batch; which
 files those are is the core's (``core/changes/stream_source.py``). The sink writes each
 micro-batch with the write command, as one transaction carrying ``txn(appId = query id,
 version = batch id)``: a batch Spark replays after a failure finds its version committed
