@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -145,7 +145,7 @@ def group_by_number(
     return np.split(grouped, np.cumsum(counts)[:-1])
 
 
-def num_records(adds: list[Mapping[str, Any]]) -> int:
+def num_records(adds: Sequence[Mapping[str, Any]]) -> int:
     """Rows in files this engine wrote (their stats always carry ``numRecords``)."""
     return sum(int(json.loads(a["stats"])["numRecords"]) for a in adds if a.get("stats"))
 

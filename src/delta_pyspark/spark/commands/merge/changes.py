@@ -11,6 +11,7 @@ from delta_pyspark.spark.commands.change_data import with_change_type
 from delta_pyspark.spark.commands.conditions import as_column
 from delta_pyspark.spark.commands.merge.common import _ACTION, _BEFORE, _SOURCE_MARK, _union
 from delta_pyspark.spark.commands.merge.matching import _Matches
+from delta_pyspark.spark.commands.merge.state import _MergeState
 from delta_pyspark.spark.commands.rewrite import files_by_uri
 from delta_pyspark.spark.files.scan import FILE_PATH, ROW_INDEX
 from delta_pyspark.spark.types import to_spark_type
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 
-class _Changes:
+class _Changes(_MergeState):
     """The merge's change data."""
 
     def _changes(

@@ -9,13 +9,14 @@ from delta_pyspark.core.snapshot.snapshot import Snapshot
 from delta_pyspark.spark.commands.conditions import as_column
 from delta_pyspark.spark.commands.merge.common import _SOURCE_MARK
 from delta_pyspark.spark.commands.merge.matching import _Matches
+from delta_pyspark.spark.commands.merge.state import _MergeState
 from delta_pyspark.spark.files.scan import FILE_PATH, ROW_INDEX
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 
-class _CopyOnWrite:
+class _CopyOnWrite(_MergeState):
     """The join path of a copy-on-write rewrite."""
 
     def _copied_by_join(

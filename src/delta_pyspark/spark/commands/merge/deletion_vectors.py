@@ -16,13 +16,14 @@ from delta_pyspark.spark.commands.conditions import as_column
 from delta_pyspark.spark.commands.merge.common import _ACTION, _SOURCE_MARK
 from delta_pyspark.spark.commands.merge.matching import _Matches
 from delta_pyspark.spark.commands.merge.source import _rows_by_mark
+from delta_pyspark.spark.commands.merge.state import _MergeState
 from delta_pyspark.spark.types import to_spark_type
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 
-class _DeletionVectors:
+class _DeletionVectors(_MergeState):
     """The deletion-vector write."""
 
     def _delete_changed_rows(
@@ -57,6 +58,7 @@ class _DeletionVectors:
         if found.updated_marks is not None:
             return self._updates_of_source_rows(src, schema, found.updated_marks)
         codes = [i for i, c in self._codes() if c.action == "update"]
+        assert found.pairs is not None  # new values without source ids: kept in the pairs
         updated = found.pairs.where(F.col(_ACTION).isin(codes))
         tracking = []
         if self.preserved is not None:  # the id kept, the version the commit's

@@ -13,13 +13,14 @@ from delta_pyspark.spark.commands.merge.common import (
 )
 from delta_pyspark.spark.commands.merge.matching import _Matches
 from delta_pyspark.spark.commands.merge.source import _rows_by_mark
+from delta_pyspark.spark.commands.merge.state import _MergeState
 from delta_pyspark.spark.commands.rewrite import files_by_uri, live_rows
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 
-class _Inserts:
+class _Inserts(_MergeState):
     """Finding the unmatched source rows."""
 
     def _unmatched(

@@ -23,6 +23,7 @@ from delta_pyspark.spark.commands.merge.common import (
     COPY,
     _several_matches,
 )
+from delta_pyspark.spark.commands.merge.state import _MergeState
 from delta_pyspark.spark.commands.rewrite import group_by_number, rows_by_file
 from delta_pyspark.spark.files.scan import FILE_PATH, ROW_INDEX
 from delta_pyspark.spark.jvm.plans import unpersist_checkpoint
@@ -59,7 +60,7 @@ class _Matches:
         return self.rows or self.updated_marks is not None
 
 
-class _Matching:
+class _Matching(_MergeState):
     """Reading the target, joining it with the source, finding matches."""
 
     def _target(self, snapshot: Snapshot, files: Any, with_row_ids: bool = False) -> DataFrame:

@@ -5,11 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from delta_pyspark.core.snapshot.snapshot import Snapshot
+from delta_pyspark.spark.commands.merge.state import _MergeState
 from delta_pyspark.spark.commands.rewrite import elapsed_ms, live_rows, num_records
 from delta_pyspark.spark.files.scan import read_files
 
 
-class _Metrics:
+class _Metrics(_MergeState):
     """Operation metrics."""
 
     def _metrics(

@@ -19,6 +19,7 @@ from delta_pyspark.core.transaction.optimistic_transaction import Transaction
 from delta_pyspark.spark.commands.change_data import records_changes
 from delta_pyspark.spark.commands.merge.common import _several_matches, _union
 from delta_pyspark.spark.commands.merge.planning import _Plan
+from delta_pyspark.spark.commands.merge.state import _MergeState
 from delta_pyspark.spark.commands.rewrite import discard_files, elapsed_ms, files_by_uri, write_rows
 from delta_pyspark.spark.files.scan import read_files
 from delta_pyspark.spark.jvm.helpers import UnmatchedRows
@@ -34,7 +35,7 @@ _INTEGRAL = {"byte", "short", "integer", "long"}
 _MAX_KEYS = 1_000_000
 
 
-class _OnePass:
+class _OnePass(_MergeState):
     """Choosing and running the one-pass upsert."""
 
     def _one_pass_key(

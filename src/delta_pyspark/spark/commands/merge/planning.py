@@ -24,6 +24,7 @@ from delta_pyspark.core.snapshot.snapshot import Snapshot
 from delta_pyspark.core.transaction.optimistic_transaction import Transaction
 from delta_pyspark.spark.commands.conditions import condition_sql
 from delta_pyspark.spark.commands.merge.source import _SourceSummary
+from delta_pyspark.spark.commands.merge.state import _MergeState
 from delta_pyspark.spark.conf import session_time_zone
 from delta_pyspark.spark.jvm.plans import output_qualifiers
 from delta_pyspark.spark.types import to_spark_type
@@ -46,7 +47,7 @@ class _Plan:
     only_keys: bool = False  # the condition is the key equalities alone
 
 
-class _Planning:
+class _Planning(_MergeState):
     """Condition analysis and candidate files."""
 
     def _plan(self, snapshot: Snapshot, src: DataFrame) -> _Plan:

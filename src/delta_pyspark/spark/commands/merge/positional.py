@@ -16,6 +16,7 @@ from delta_pyspark.spark.commands.merge.common import (
 )
 from delta_pyspark.spark.commands.merge.matching import _Matches
 from delta_pyspark.spark.commands.merge.source import _SourceSummary
+from delta_pyspark.spark.commands.merge.state import _MergeState
 from delta_pyspark.spark.commands.rewrite import live_rows
 from delta_pyspark.spark.files.scan import file_uris
 
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 
-class _Positional:
+class _Positional(_MergeState):
     """Choosing and reading the positional rewrite."""
 
     def _keeps_rows_by_position(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from delta_pyspark.core.protocol.actions import Protocol
 from delta_pyspark.core.protocol.generated_columns import generation_expressions
 from delta_pyspark.core.protocol.identity_columns import identity_info, is_identity
 from delta_pyspark.core.protocol.schema import StructField, StructType
@@ -14,6 +13,7 @@ from delta_pyspark.spark.columns.identity import identity_values
 from delta_pyspark.spark.commands.conditions import as_column, assigned_value, resolve_assignments
 from delta_pyspark.spark.commands.merge.clauses import MergeClause
 from delta_pyspark.spark.commands.merge.common import _ACTION, _SOURCE_MARK, COPY, DROP
+from delta_pyspark.spark.commands.merge.state import _MergeState
 from delta_pyspark.spark.files.scan import FILE_PATH, ROW_INDEX
 from delta_pyspark.spark.types import to_spark_type
 
@@ -22,10 +22,8 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
 
-class _Projection:
+class _Projection(_MergeState):
     """Per-row clause choice and the values the chosen clause writes."""
-
-    protocol: Protocol | None  # the target's (its generated columns); set by the command
 
     def _codes(self) -> list[tuple[int, MergeClause]]:
         return list(enumerate(self.clauses))

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from delta_pyspark.spark.commands.merge.common import _SOURCE_MARK
+from delta_pyspark.spark.commands.merge.state import _MergeState
 from delta_pyspark.spark.jvm.bridge import observed_values
 from delta_pyspark.spark.jvm.helpers import ids_among
 
@@ -35,7 +36,7 @@ class _SourceSummary:
     sets: list[tuple[Any, ...]] | None
 
 
-class _Source:
+class _Source(_MergeState):
     """Materialising and summarising the source."""
 
     def _materialise_source(
@@ -86,7 +87,9 @@ class _Source:
             per_key = src.groupBy(*[c.alias(n) for (_, c), n in zip(keys, names, strict=True)])
             present = _and_columns([F.col(n).isNotNull() for n in names])
             counts = per_key.agg(F.count(F.lit(1)).alias("c"))
-            dup = counts.agg(F.max(F.when(present, F.col("c")))).first()[0]
+            top = counts.agg(F.max(F.when(present, F.col("c")))).first()
+            assert top is not None  # an aggregation without groups has one row
+            dup = top[0]
             # Null keys never match (``=``): their duplicates cannot make a row match twice.
             summary.unique = (dup or 0) <= 1
         if prune and 0 < summary.rows <= _MAX_KEY_SET:  # a few rows: their keys
