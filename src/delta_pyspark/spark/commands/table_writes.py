@@ -42,7 +42,7 @@ from delta_pyspark.spark.types import to_spark_type
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
-    from pyspark.sql.types import StructType
+    from pyspark.sql.types import StructType as SparkStructType
 
 
 @dataclass(frozen=True)
@@ -58,12 +58,12 @@ class TableDefinition:
     options: Mapping[str, str]
     partitioning: tuple[str, ...]
     clustering: tuple[str, ...]
-    schema: StructType | None
+    schema: SparkStructType | None
     or_create: bool
 
     @classmethod
     def of(cls, values: Mapping[str, Any]) -> TableDefinition:
-        from pyspark.sql.types import StructType
+        from pyspark.sql.types import StructType as SparkStructType
 
         from delta_pyspark.spark.columns.generated_columns import with_delta_keys
 
@@ -78,7 +78,7 @@ class TableDefinition:
             partitioning=tuple(values.get("partitioning") or ()),
             clustering=tuple(values.get("clustering") or ()),
             schema=(
-                StructType.fromJson(with_delta_keys(json.loads(schema)))
+                SparkStructType.fromJson(with_delta_keys(json.loads(schema)))
                 if schema is not None
                 else None
             ),
@@ -214,7 +214,7 @@ def replace_table(
     declared = data is None
     if data is None:
         assert definition.schema is not None  # REPLACE TABLE without AS has columns
-        data = spark.createDataFrame([], definition.schema)
+        data = _empty_frame(spark, definition.schema)
     path = definition.delta_path
     if path is not None:
         if not definition.or_create and not DeltaLog(path).is_delta_table():
@@ -260,7 +260,7 @@ def create_at_path(
                 f"[DELTA_SCHEMA_NOT_PROVIDED] CREATE TABLE {definition.text}: no Delta table "
                 "is there, so the statement needs columns or AS SELECT"
             )
-        data = spark.createDataFrame([], definition.schema)
+        data = _empty_frame(spark, definition.schema)
         operation = "CREATE TABLE"
     else:
         operation = "CREATE TABLE AS SELECT"
@@ -308,6 +308,12 @@ def _write_definition(
     write_delta(
         spark, data, location, WriteRequest("overwrite", list(definition.partitioning), options)
     )
+
+
+def _empty_frame(spark: SparkSession, schema: SparkStructType) -> DataFrame:
+    """No rows of ``schema`` (what a definition without a query writes)."""
+    rows: list[tuple[Any, ...]] = []
+    return spark.createDataFrame(rows, schema)
 
 
 def _missing(definition: TableDefinition) -> DeltaAnalysisException:

@@ -42,7 +42,7 @@ def execute_vacuum(
     check_maintenance(log.coordinator, log.table_root, "VACUUM")
     # Deleting is file-system I/O: threads by default, one at a time if turned off.
     parallel = str(spark.conf.get(VACUUM_PARALLEL_DELETE_CONF, "true")).lower() != "false"
-    parallelism = int(spark.conf.get(VACUUM_PARALLELISM_CONF, "8")) if parallel else 1
+    parallelism = int(str(spark.conf.get(VACUUM_PARALLELISM_CONF, "8"))) if parallel else 1
     result = vacuum(
         log,
         retention_hours,

@@ -19,6 +19,7 @@ from delta_pyspark.core.commands.clustering import (
     requested_names,
     stage_write_clustering,
 )
+from delta_pyspark.core.expressions.nodes import Expr
 from delta_pyspark.core.expressions.parser import parse_predicate
 from delta_pyspark.core.protocol.actions import Metadata, remove_actions
 from delta_pyspark.core.protocol.generated_columns import check_type_changes
@@ -127,7 +128,7 @@ def _session_defaults(spark: SparkSession) -> dict[str, str]:
     conf = spark.sparkContext.getConf().getAll()
     runtime = {}
     try:
-        runtime = {k: v for k, v in spark.conf.getAll.items()}  # type: ignore[attr-defined]
+        runtime = {k: v for k, v in spark.conf.getAll.items()}
     except Exception:  # older pyspark: no getAll on RuntimeConfig
         runtime = {}
     merged = dict(conf) | runtime
@@ -291,12 +292,13 @@ def _claim_app_transaction(txn: Transaction, request: WriteRequest, path: str) -
     """Record ``txnAppId``/``txnVersion``; False when that version is already committed (the
     write is a replay and is skipped)."""
     app_id, app_version = request.opt("txnAppId"), request.opt("txnVersion")
-    if (app_id is None) != (app_version is None):
-        raise DeltaIllegalArgumentException("txnAppId and txnVersion must be given together")
-    if app_id is None:
+    if app_id is None or app_version is None:
+        if app_id is not None or app_version is not None:
+            raise DeltaIllegalArgumentException("txnAppId and txnVersion must be given together")
         return True
     last = txn.app_transaction_version(app_id)
-    if last is not None and int(app_version) <= last:
+    version = int(app_version)
+    if last is not None and version <= last:
         log.warning(
             "skipping write to %s: txnAppId %s already committed version %s (asked %s)",
             path,
@@ -305,7 +307,7 @@ def _claim_app_transaction(txn: Transaction, request: WriteRequest, path: str) -
             app_version,
         )
         return False
-    txn.set_app_transaction(app_id, int(app_version))
+    txn.set_app_transaction(app_id, version)
     return True
 
 
@@ -355,8 +357,8 @@ def _parameters(
 
 
 def _dynamic(spark: SparkSession, request: WriteRequest) -> bool:
-    mode = request.opt("partitionOverwriteMode") or spark.conf.get(
-        "spark.sql.sources.partitionOverwriteMode", "static"
+    mode = request.opt("partitionOverwriteMode") or str(
+        spark.conf.get("spark.sql.sources.partitionOverwriteMode", "static")
     )
     if mode.lower() not in ("static", "dynamic"):
         raise DeltaIllegalArgumentException(
@@ -481,7 +483,7 @@ def _dynamic_removes(
     ]
     mask = pa.array([k in written for k in keys])
     for values in written:
-        conj = None
+        conj: Expr | None = None
         for p, v in zip(partitions, values, strict=True):
             term = IsNull(Column((p,))) if v is None else Comparison("=", Column((p,)), Literal(v))
             conj = term if conj is None else And(conj, term)

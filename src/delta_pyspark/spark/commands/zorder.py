@@ -332,7 +332,7 @@ def zorder_frame(
     """
     from pyspark.sql import functions as F
 
-    num_ranges = max(2, int(spark.conf.get(ZORDER_NUM_RANGES_CONF, str(DEFAULT_NUM_RANGES))))
+    num_ranges = max(2, int(str(spark.conf.get(ZORDER_NUM_RANGES_CONF, str(DEFAULT_NUM_RANGES)))))
     chosen = files.take(pa.array(bin_rows(bins), pa.int64()))
     file_counts = [max(1, math.ceil(b.size / max_file_size)) for b in bins]
     if len(bins) == 1:

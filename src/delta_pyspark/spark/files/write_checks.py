@@ -97,8 +97,8 @@ def guard_rows(
         broken = F.col(ref.path).isNull()
         if ref.parent is not None:
             broken = F.col(ref.parent).isNotNull() & broken
-        message = f"{_START} NOT NULL constraint violated for column: {ref.display}.{_END}"
-        rules.append((broken, F.lit(message)))
+        text = f"{_START} NOT NULL constraint violated for column: {ref.display}.{_END}"
+        rules.append((broken, F.lit(text)))
     for name, expr in checks.items():
         title = f"CHECK constraint {name} ({expr}) violated by row with values:"
         rules.append(_rule(df, expr, title))
