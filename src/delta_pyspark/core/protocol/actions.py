@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -353,7 +353,7 @@ def commit_timestamp(commit_info: Mapping[str, Any] | None) -> int | None:
     return int(ts) if ts is not None else None
 
 
-def file_actions_to_arrow(rows: list[dict[str, Any]], schema: pa.Schema) -> pa.Table:
+def file_actions_to_arrow(rows: Sequence[Mapping[str, Any]], schema: pa.Schema) -> pa.Table:
     """File action dicts (protocol JSON keys) to an Arrow table; maps become map arrays."""
     cleaned = []
     names = schema.names

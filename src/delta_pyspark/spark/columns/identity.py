@@ -70,8 +70,9 @@ def value_range(spark: SparkSession, snapshot: Snapshot, name: str) -> tuple[Any
     from delta_pyspark.spark.files.scan import read_files
 
     rows = read_files(spark, snapshot, snapshot.files).select(f"`{name}`")
-    low, high = rows.agg(F.min(f"`{name}`"), F.max(f"`{name}`")).first()
-    return low, high
+    extremes = rows.agg(F.min(f"`{name}`"), F.max(f"`{name}`")).first()
+    assert extremes is not None  # an aggregation without groups has one row
+    return extremes[0], extremes[1]
 
 
 def record_high_water_marks(

@@ -81,7 +81,9 @@ def execute_delete(
             files = prune_files(snapshot, expr, session_time_zone(spark))
     txn.read_files(files)
     params = {"predicate": json.dumps([sql] if sql else [])}
+    # ``condition`` is None only when ``metadata_only``
     if not metadata_only and deletion_vectors_enabled(snapshot):
+        assert condition is not None
         # rows a vector already deletes are matched too: mark_rows_deleted drops them,
         # and the scan need not test rows against the old vectors
         touched, rows = matched_rows(
@@ -90,7 +92,7 @@ def execute_delete(
         scan_ms = elapsed_ms(start)
         deletes = txn.delete_rows(touched, rows)
         removed = [d.remove for d in deletes if d.add is None]
-        metrics = {
+        metrics: dict[str, Any] = {
             "numCopiedRows": 0,
             "numDeletedRows": sum(len(d.rows) for d in deletes),
         } | dv_metrics(deletes)
@@ -103,13 +105,14 @@ def execute_delete(
         rewrite = Rewrite(remove_actions(files), [], 0)
         deleted = live_rows(files)
     else:
+        assert condition is not None
         cond = as_column(condition)
         files, deleted = touched_files(spark, snapshot, files, cond)
         scan_ms = elapsed_ms(start)
         rewrite = rewrite_files(
             spark, snapshot, files, lambda df: df.where(~F.coalesce(cond, F.lit(False)))
         )
-    metrics: dict[str, Any] = {"numCopiedRows": rewrite.rows_written}
+    metrics = {"numCopiedRows": rewrite.rows_written}
     if deleted is not None:  # files without stats: unknown without reading them
         metrics["numDeletedRows"] = deleted
     metrics |= rewrite.metrics(start, scan_ms)

@@ -199,11 +199,11 @@ def select_partitions(spark: SparkSession, snapshot: Snapshot, predicates: list[
                     f"Predicate references non-partition column '{'.'.join(col)}'. Only the "
                     f"partition columns may be referenced: [{allowed}] (in {text!r})"
                 )
-    expr = and_all(exprs)
-    assert expr is not None
-    if any(isinstance(n, Unknown) for n in walk(expr)):
+    combined = and_all(exprs)
+    assert combined is not None
+    if any(isinstance(n, Unknown) for n in walk(combined)):
         return _select_with_spark(spark, snapshot, predicates)
-    return prune_files(snapshot, expr, session_time_zone(spark))
+    return prune_files(snapshot, combined, session_time_zone(spark))
 
 
 def _select_with_spark(spark: SparkSession, snapshot: Snapshot, predicates: list[str]) -> pa.Table:

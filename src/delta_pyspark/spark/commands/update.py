@@ -113,11 +113,14 @@ def execute_update(
         touched, rows = matched_rows(spark, snapshot, files, cond)
         scan_ms = elapsed_ms(start)
         deletes = txn.delete_rows(touched, rows)
-        updated = read_preserving(spark, snapshot, touched).where(cond)
-        adds = write_rows(transform(updated), snapshot)
+        new_rows = read_preserving(spark, snapshot, touched).where(cond)
+        adds = write_rows(transform(new_rows), snapshot)
         txn.add_files(adds)
         removed = [d.remove for d in deletes if d.add is None]
-        metrics = {"numUpdatedRows": sum(len(d.rows) for d in deletes), "numCopiedRows": 0}
+        metrics: dict[str, Any] = {
+            "numUpdatedRows": sum(len(d.rows) for d in deletes),
+            "numCopiedRows": 0,
+        }
         metrics |= dv_metrics(deletes) | Rewrite(removed, adds, 0).metrics(start, scan_ms)
         metrics["numAddedChangeFiles"] = changes(touched)
         if deletes:

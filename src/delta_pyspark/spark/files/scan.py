@@ -375,7 +375,7 @@ def _literal_branches(
 
     if not parts:
         return [read(files)]
-    groups: dict[tuple, list[int]] = {}
+    groups: dict[tuple[str | None, ...], list[int]] = {}
     for i, pv in enumerate(files.column("partitionValues").to_pylist()):
         values = dict(pv or [])
         groups.setdefault(tuple(values.get(p) for p in parts), []).append(i)

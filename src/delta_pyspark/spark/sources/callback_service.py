@@ -219,7 +219,7 @@ class DeltaTables:
                     check_files_exist(snapshot)
             schema = snapshot.schema
             mode = column_mapping_mode(snapshot.configuration)
-            physical = "" if mode == "none" else to_physical_schema(schema, mode).to_json()
+            physical = None if mode == "none" else to_physical_schema(schema, mode).to_json()
             parts = snapshot.partition_columns
             table_id = str(next(self._ids))
             vectors = _supports_vectors(snapshot) or (fixed is not None and _has_vectors(fixed))
@@ -363,9 +363,10 @@ def _opened(
     schema: StructType,
     part_schema: StructType,
     vectors: bool,
-    physical: str,
+    physical: dict[str, Any] | None,
 ) -> str:
-    """``open``'s answer (see ``DeltaTables.java``)."""
+    """``open``'s answer (see ``DeltaTables.java``); ``physical``: the physical schema
+    under column mapping."""
     return "O" + "\0".join(
         [
             table_id,

@@ -14,7 +14,7 @@ the helper's Parquet reader, as in any read.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
 import pyarrow as pa
@@ -128,15 +128,17 @@ def _timestamp_text(ms: int) -> str:
     return text + "Z"
 
 
-def relation_schemas(snapshot: Snapshot, in_files: bool) -> tuple[StructType, StructType, str]:
+def relation_schemas(
+    snapshot: Snapshot, in_files: bool
+) -> tuple[StructType, StructType, dict[str, Any] | None]:
     """A change files relation's data schema (the table's, and ``_change_type`` when the
     files hold it), partition schema (the table's partition columns and the extra ones)
-    and, under column mapping, the physical data schema's JSON (else "")."""
+    and, under column mapping, the physical data schema as a JSON object (else None)."""
     schema = snapshot.schema
     data = StructType((*schema.fields, EXTRA_FIELDS[0])) if in_files else schema
     parts = (*(schema.field(c) for c in snapshot.partition_columns), *extra_fields(in_files))
     mode = column_mapping_mode(snapshot.configuration)
-    physical = ""
+    physical = None
     if mode != "none":
         mapped = to_physical_schema(schema, mode)
         physical = StructType(mapped.fields + data.fields[len(schema.fields) :]).to_json()
