@@ -90,22 +90,31 @@ def jvm(spark: SparkSession) -> Any:
     return spark._jvm
 
 
+def _gateway(spark: SparkSession) -> Any:
+    """py4j's gateway to the session's JVM (PySpark's ``SparkContext._gateway``, set once a
+    context exists, as the session's does)."""
+    gateway = spark.sparkContext._gateway
+    assert gateway is not None
+    return gateway
+
+
 def new_array(spark: SparkSession, java_type: Any, length: int) -> Any:
     """A new Java array of ``length`` ``java_type``s (``jvm(spark).long``, ...)."""
-    return spark.sparkContext._gateway.new_array(java_type, length)
+    return _gateway(spark).new_array(java_type, length)
 
 
 def serve_callbacks(spark: SparkSession, name: str, register: Callable[[], None]) -> None:
     """Start py4j's callback server (the JVM calling Python objects) and run ``register``
     (which hands the JVM the Python objects it calls) once per ``name`` and gateway: the
     sessions of one process share their gateway."""
-    gateway = spark.sparkContext._gateway
+    gateway = _gateway(spark)
     registered = gateway.__dict__.setdefault("_delta_pyspark_callbacks", set())
     if name in registered:
         return
     from pyspark.java_gateway import ensure_callback_server_started
 
-    ensure_callback_server_started(gateway)
+    # PySpark leaves this function unannotated
+    ensure_callback_server_started(gateway)  # type: ignore[no-untyped-call]
     register()
     registered.add(name)
 
@@ -135,7 +144,8 @@ def internal_plans() -> Iterator[None]:
     with _internal:
         if _internal_depth == 0:
             _call_sites_flag = origins._enable_debugging_cache
-            origins._enable_debugging_cache = False
+            # PySpark's module declares the flag as a bare None (its inferred type)
+            origins._enable_debugging_cache = False  # type: ignore[assignment]
         _internal_depth += 1
     try:
         yield
@@ -143,7 +153,7 @@ def internal_plans() -> Iterator[None]:
         with _internal:
             _internal_depth -= 1
             if _internal_depth == 0:
-                origins._enable_debugging_cache = _call_sites_flag
+                origins._enable_debugging_cache = _call_sites_flag  # type: ignore[assignment]
 
 
 def helper_class(spark: SparkSession, class_name: str) -> Any | None:
@@ -181,7 +191,9 @@ def observed_values(observation: Observation, names: Iterable[str]) -> dict[str,
     ``Observation.get`` gives them. That method iterates the JVM's map to its end, where
     a ``NoSuchElementException`` goes through PySpark's (and our) error conversion: about 40
     py4j calls and 12 ms per MERGE."""
-    recorded = observation._jo.getAsJava()
+    observer = observation._jo
+    assert observer is not None  # set when the DataFrame was observed
+    recorded = observer.getAsJava()
     return {name: recorded.get(name) for name in names}
 
 

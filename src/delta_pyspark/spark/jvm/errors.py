@@ -36,14 +36,16 @@ def convert_errors(original_of: Callable[[str], BaseException | None]) -> None:
     if getattr(converted, "_delta_pyspark", False):
         return
 
-    def convert(java_error: Any) -> Any:
+    def convert(java_error: Any) -> BaseException:
         if _is_streaming_failure(java_error):
             return converted(java_error)  # the query's failure names ours in its message
         failure = _first_original(java_error, original_of)
         return failure if failure is not None else converted(java_error)
 
     convert._delta_pyspark = True  # type: ignore[attr-defined]
-    captured.convert_exception = convert
+    # PySpark's hook raises whatever the conversion returns; its annotation names only its own
+    # CapturedException
+    captured.convert_exception = convert  # type: ignore[assignment]
 
 
 def _first_original(

@@ -21,10 +21,11 @@ from delta_pyspark.spark.commands.table_writes import TableDefinition, save_as_t
 from delta_pyspark.spark.jvm.hooks import on_every_session, route_save_as_table, route_writer_v2
 from delta_pyspark.spark.sources import callback_service
 
-_SESSION_HOOKS: list[Callable[[SparkSession], None]] = []
+# a hook's result is not used (``sql.enable`` says whether it could register)
+_SESSION_HOOKS: list[Callable[[SparkSession], object]] = []
 
 
-def when_enabled(hook: Callable[[SparkSession], None]) -> None:
+def when_enabled(hook: Callable[[SparkSession], object]) -> None:
     """Run ``hook`` on every session ``enable`` registers (once per hook)."""
     if hook not in _SESSION_HOOKS:
         _SESSION_HOOKS.append(hook)
