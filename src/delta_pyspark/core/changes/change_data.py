@@ -26,7 +26,7 @@ from pyroaring import BitMap64
 from delta_pyspark.core.log.commit_actions import CommitActions, parse_actions
 from delta_pyspark.core.log.logical_files import canonical_path
 from delta_pyspark.core.log.table_paths import resolve_path
-from delta_pyspark.core.protocol.actions import Metadata
+from delta_pyspark.core.protocol.actions import AddCDCFile, Metadata
 from delta_pyspark.core.protocol.deletion_vectors import (
     DeletionVectorDescriptor,
     read_deletion_vector,
@@ -303,7 +303,7 @@ def _num_records(stats: Any) -> int | None:
     return int(value) if value is not None else None
 
 
-def cdc_actions(written: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def cdc_actions(written: Iterable[Mapping[str, Any]]) -> list[AddCDCFile]:
     """``cdc`` actions for change data files written under ``_change_data/`` (``written``:
     their add-like records with paths relative to that directory)."""
     return [

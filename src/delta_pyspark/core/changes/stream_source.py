@@ -16,7 +16,7 @@ change fails the stream naming the version.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -130,7 +130,8 @@ class IndexedFile:
     version: int
     index: int
     is_starting_version: bool
-    add: dict[str, Any]
+    # an add (a commit's, or a snapshot's file row); a change feed's: {"size", "change"}
+    add: Mapping[str, Any]
 
 
 class StreamSource:
@@ -173,7 +174,7 @@ class StreamSource:
             return True
         return max_bytes is not None and files > 0 and size >= max_bytes
 
-    def batch(self, start: StreamOffset | None, end: StreamOffset) -> list[dict[str, Any]]:
+    def batch(self, start: StreamOffset | None, end: StreamOffset) -> list[Mapping[str, Any]]:
         """The adds of the files after ``start`` up to and including ``end`` (a first
         batch, ``start`` None, from where the stream ``end`` belongs to began)."""
         begin = start or StreamOffset(
@@ -204,9 +205,9 @@ class StreamSource:
                 check_recorded(
                     snapshot.metadata, offset.version, ChangeRange(offset.version, offset.version)
                 )
-            for index, add in enumerate(_ordered(snapshot)):
+            for index, row in enumerate(_ordered(snapshot)):
                 if index > offset.index:
-                    yield IndexedFile(offset.version, index, True, self._initial(add, snapshot))
+                    yield IndexedFile(offset.version, index, True, self._initial(row, snapshot))
             version += 1
         first_index = offset.index if not offset.is_starting_version else -1
         for found, actions, timestamp in self._commits(version):
@@ -225,7 +226,7 @@ class StreamSource:
             previous = commit_timestamp(actions, status.modification_time, previous)
             yield version, actions, previous
 
-    def _initial(self, add: dict[str, Any], snapshot: Snapshot) -> dict[str, Any]:
+    def _initial(self, add: Mapping[str, Any], snapshot: Snapshot) -> Mapping[str, Any]:
         """A file of the starting snapshot; a change feed stream delivers its live rows as
         inserts of the snapshot's version."""
         if not self.options.change_feed:
@@ -244,7 +245,7 @@ class StreamSource:
 
     def _delivered(
         self, actions: CommitActions, version: int, timestamp: int
-    ) -> list[dict[str, Any]]:
+    ) -> Sequence[Mapping[str, Any]]:
         """The adds of commit ``version`` a stream delivers, after the reader's options (a
         change feed stream: its change files)."""
         if actions.metadata is not None:

@@ -49,7 +49,7 @@ import uuid
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Literal
 from urllib.parse import quote
 
 from delta_pyspark.core.commands.clone_registry import register_shallow_clone
@@ -65,7 +65,7 @@ from delta_pyspark.core.log.table_paths import (
     relative_dv,
     resolve_path,
 )
-from delta_pyspark.core.protocol.actions import add_actions, remove_actions
+from delta_pyspark.core.protocol.actions import AddFile, RemoveFile, add_actions, remove_actions
 from delta_pyspark.core.protocol.deletion_vectors import DeletionVectorDescriptor, z85_encode
 from delta_pyspark.core.protocol.table_features import protocol_for
 from delta_pyspark.core.snapshot.delta_log import DeltaLog
@@ -86,7 +86,11 @@ _DV_NAME = re.compile(
     r"[0-9a-fA-F]{12})\.bin$"
 )
 _Z85_UUID_CHARS = 20
-_DROPPED_ADD_FIELDS = ("baseRowId", "defaultRowCommitVersion")  # the source's row tracking
+# the source's row tracking
+_DROPPED_ADD_FIELDS: tuple[Literal["baseRowId", "defaultRowCommitVersion"], ...] = (
+    "baseRowId",
+    "defaultRowCommitVersion",
+)
 
 
 def file_uri(local_path: str) -> str:
@@ -101,7 +105,7 @@ def _log_path(relative: str) -> str:
 # --------------------------------------------------------------------------- shallow
 
 
-def shallow_adds(source: Snapshot) -> list[dict[str, Any]]:
+def shallow_adds(source: Snapshot) -> list[AddFile]:
     """The source's files as adds that resolve from any table root."""
     root = local_root(source.table_root)
     adds = add_actions(source.files, data_change=True)
@@ -177,7 +181,7 @@ def _is_absolute(log_path: str) -> bool:
     return log_path.startswith(("/", "file:")) or "://" in log_path
 
 
-def _check_no_link_out(store: LogStore, root: str, adds: list[dict[str, Any]]) -> None:
+def _check_no_link_out(store: LogStore, root: str, adds: list[AddFile]) -> None:
     """Refuse a file the source names relatively but that a symbolic link takes outside
     the source table: copying it would copy a file that is no part of the table."""
     real_root = store.real_path(root)
@@ -200,7 +204,7 @@ def _check_no_link_out(store: LogStore, root: str, adds: list[dict[str, Any]]) -
 
 def deep_adds(
     source: Snapshot, target_root: str, copier: _Copier, parallelism: int = 8
-) -> list[dict[str, Any]]:
+) -> list[AddFile]:
     """Copy the source's data and DV files into ``target_root``; their adds."""
     root = local_root(source.table_root)
     adds = add_actions(source.files, data_change=True)
@@ -225,7 +229,7 @@ def deep_adds(
             file_id = str(uuid.uuid4())
         return src, prefix + z85_encode(uuid.UUID(file_id).bytes)
 
-    def copy_data(add: dict[str, Any]) -> None:
+    def copy_data(add: AddFile) -> None:
         original = add["path"]
         local = resolve_path(root, original)
         relative = _relative_target(root, local, parts)
@@ -333,7 +337,7 @@ def clone_table(
         else:
             adds = deep_adds(source, target_root, copier, parallelism)
         txn = Transaction(target_log, existing)
-        removes: list[dict[str, Any]] = []
+        removes: list[RemoveFile] = []
         if existing is not None:
             txn.read_whole_table()
             # A shallow clone replacing one of the same source files names them again: they

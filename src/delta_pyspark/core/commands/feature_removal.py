@@ -27,7 +27,7 @@ from delta_pyspark.core.log.commit_actions import CommitActions
 from delta_pyspark.core.log.metadata_cleanup import CHECKPOINT_PROTECTION, PROTECTION_VERSION_KEY
 from delta_pyspark.core.log.segment import CheckpointKind, scan_log
 from delta_pyspark.core.protocol import table_properties as props
-from delta_pyspark.core.protocol.actions import Metadata, Protocol
+from delta_pyspark.core.protocol.actions import DeletionVectorJson, Metadata, Protocol, RemoveFile
 from delta_pyspark.core.protocol.column_mapping import (
     MAX_COLUMN_ID_KEY,
     PHYSICAL_NAME_KEY,
@@ -322,7 +322,7 @@ def downgrade_metadata(
     return metadata.with_changes(configuration=conf)
 
 
-def dv_tombstones(snapshot: Snapshot, now_ms: int) -> list[dict[str, Any]]:
+def dv_tombstones(snapshot: Snapshot, now_ms: int) -> list[RemoveFile]:
     """``remove`` actions naming the deletion vector files the tombstones still reference, so
     a VACUUM by a client that knows no deletion vectors keeps them while older versions
     need them (delta-spark's DV tombstones; those already written are not repeated)."""
@@ -344,7 +344,7 @@ def dv_tombstones(snapshot: Snapshot, now_ms: int) -> list[dict[str, Any]]:
     return [{"path": p, "deletionTimestamp": now_ms, "dataChange": False} for p in sorted(wanted)]
 
 
-def _paths_and_vectors(files: Any) -> tuple[list[str], list[dict[str, Any] | None]]:
+def _paths_and_vectors(files: Any) -> tuple[list[str], list[DeletionVectorJson | None]]:
     return files.column("path").to_pylist(), files.column("deletionVector").to_pylist()
 
 

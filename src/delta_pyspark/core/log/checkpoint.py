@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -280,11 +281,12 @@ def _split_parquet(
 
 def read_checkpoint(store: LogStore, checkpoint: Checkpoint, log_dir: str) -> TableState:
     """Load a checkpoint of any kind into a ``TableState`` at its version."""
-    protocols: list[dict[str, Any]] = []
-    metadatas: list[dict[str, Any]] = []
-    txns: list[dict[str, Any]] = []
-    domains: list[dict[str, Any]] = []
-    sidecars: list[dict[str, Any]] = []
+    # each action's JSON form (``to_dict``, or the dict parsed or read)
+    protocols: list[Mapping[str, Any]] = []
+    metadatas: list[Mapping[str, Any]] = []
+    txns: list[Mapping[str, Any]] = []
+    domains: list[Mapping[str, Any]] = []
+    sidecars: list[Mapping[str, Any]] = []
     add_parts: list[pa.Table] = []
     remove_parts: list[pa.Table] = []
     for status in checkpoint.files:
@@ -339,7 +341,7 @@ def read_checkpoint(store: LogStore, checkpoint: Checkpoint, log_dir: str) -> Ta
 # ---------------------------------------------------------------- writing
 
 
-def _column(values: list[dict[str, Any]] | None, typ: pa.DataType, n: int) -> pa.Array:
+def _column(values: Sequence[Mapping[str, Any]] | None, typ: pa.DataType, n: int) -> pa.Array:
     if not values:
         return pa.nulls(n, typ)
     fixed = [
@@ -403,7 +405,7 @@ def checkpoint_table(state: TableState, now_ms: int | None = None, v2: bool = Fa
     remove_fields = [REMOVE_SCHEMA.field(n) for n in CHECKPOINT_REMOVE_FIELDS]
     remove_type = pa.struct(remove_fields)
 
-    singles: list[tuple[str, pa.DataType, list[dict[str, Any]]]] = [
+    singles: list[tuple[str, pa.DataType, Sequence[Mapping[str, Any]]]] = [
         ("protocol", PROTOCOL_TYPE, [state.protocol.to_dict()]),
         ("metaData", METADATA_TYPE, [state.metadata.to_dict()]),
         ("txn", TXN_TYPE, [t.to_dict() for t in state.txns.values()]),

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 import pyarrow.compute as pc
@@ -76,7 +77,7 @@ def read_checksum(store: LogStore, log_dir: str, version: int) -> dict[str, Any]
     return crc
 
 
-def _protocol_key(p: dict[str, Any]) -> tuple[Any, ...]:
+def _protocol_key(p: Mapping[str, Any]) -> tuple[Any, ...]:
     return (
         p.get("minReaderVersion"),
         p.get("minWriterVersion"),

@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from delta_pyspark.core.log.logical_files import action_key, added_and_removed
 from delta_pyspark.core.protocol.actions import (
+    AddCDCFile,
+    AddFile,
+    CommitInfo,
     DomainMetadata,
     Metadata,
     Protocol,
+    RemoveFile,
     SetTransaction,
     check_file_action,
 )
@@ -29,12 +33,12 @@ class CommitActions:
 
     protocol: Protocol | None = None
     metadata: Metadata | None = None
-    commit_info: dict[str, Any] | None = None
+    commit_info: CommitInfo | None = None
     txns: list[SetTransaction] = field(default_factory=list)
     domains: list[DomainMetadata] = field(default_factory=list)
-    adds: list[dict[str, Any]] = field(default_factory=list)
-    removes: list[dict[str, Any]] = field(default_factory=list)
-    cdcs: list[dict[str, Any]] = field(default_factory=list)
+    adds: list[AddFile] = field(default_factory=list)
+    removes: list[RemoveFile] = field(default_factory=list)
+    cdcs: list[AddCDCFile] = field(default_factory=list)
     checkpoint_metadata: dict[str, Any] | None = None
     sidecars: list[dict[str, Any]] = field(default_factory=list)
 
@@ -56,11 +60,8 @@ def parse_compaction(data: bytes, source: str) -> CommitActions:
         parse_line(one, line, source, lineno)
         out.protocol = out.protocol or one.protocol
         out.metadata = out.metadata or one.metadata
-        for items, target in ((one.adds, out.adds), (one.removes, out.removes)):
-            for action in items:
-                if (key := action_key(action)) not in files:
-                    files.add(key)
-                    target.append(action)
+        _keep_first(one.adds, out.adds, files)
+        _keep_first(one.removes, out.removes, files)
         out.txns += [t for t in one.txns if t.app_id not in apps and not apps.add(t.app_id)]  # type: ignore[func-returns-value]
         out.domains += [
             d
@@ -126,12 +127,24 @@ def _apply_action(out: CommitActions, kind: str, body: Any, source: str, lineno:
             raise CorruptLogError(f"{source}:{lineno}: {e}") from None
 
 
+_FileAction = TypeVar("_FileAction", AddFile, RemoveFile)
+
+
+def _keep_first(actions: list[_FileAction], kept: list[_FileAction], keys: set[str]) -> None:
+    """Append to ``kept`` the ``actions`` whose logical file is not among ``keys`` yet."""
+    for action in actions:
+        if (key := action_key(action)) not in keys:
+            keys.add(key)
+            kept.append(action)
+
+
 def _store_action(out: CommitActions, kind: str, body: dict[str, Any], source: str) -> None:
-    """Put one action of a known ``kind`` into ``out``; other kinds are ignored (spec)."""
+    """Put one action of a known ``kind`` into ``out``; other kinds are ignored (spec). File
+    actions were checked (``check_file_action``), so their dicts are the typed actions."""
     if kind == "add":
-        out.adds.append(body)
+        out.adds.append(cast(AddFile, body))
     elif kind == "remove":
-        out.removes.append(body)
+        out.removes.append(cast(RemoveFile, body))
     elif kind == "metaData":
         if out.metadata is not None:
             raise CorruptLogError(f"{source}: more than one metaData action")
@@ -145,9 +158,9 @@ def _store_action(out: CommitActions, kind: str, body: dict[str, Any], source: s
     elif kind == "domainMetadata":
         out.domains.append(DomainMetadata.from_dict(body))
     elif kind == "commitInfo":
-        out.commit_info = body
+        out.commit_info = cast(CommitInfo, body)
     elif kind == "cdc":
-        out.cdcs.append(body)
+        out.cdcs.append(cast(AddCDCFile, body))
     elif kind == "checkpointMetadata":
         out.checkpoint_metadata = body
     elif kind == "sidecar":

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -22,9 +21,12 @@ from delta_pyspark.core.log.logical_files import KEY_COLUMN, action_key, with_ke
 from delta_pyspark.core.protocol.actions import (
     ADD_SCHEMA,
     REMOVE_SCHEMA,
+    AddFile,
+    CommitInfo,
     DomainMetadata,
     Metadata,
     Protocol,
+    RemoveFile,
     SetTransaction,
     file_actions_to_arrow,
 )
@@ -35,7 +37,7 @@ _Others = tuple[
     Metadata | None,
     dict[str, SetTransaction],
     dict[str, DomainMetadata],
-    dict[str, Any] | None,
+    CommitInfo | None,
 ]
 
 
@@ -50,7 +52,7 @@ class TableState:
     domains: dict[str, DomainMetadata]
     files: pa.Table
     tombstones: pa.Table
-    commit_info: dict[str, Any] | None = None
+    commit_info: CommitInfo | None = None
     # Rows the last ``apply`` appended at the end of ``files`` and ``tombstones``: the
     # rest was in the state it was applied to (incremental validation checks only these).
     appended: tuple[int, int] = field(default=(0, 0), compare=False)
@@ -61,8 +63,8 @@ class TableState:
             return self._apply_batch(version, commits)
         commits = list(commits)
         others = self._other_actions(commits)
-        adds: dict[str, dict[str, Any]] = {}
-        removes: dict[str, dict[str, Any]] = {}
+        adds: dict[str, AddFile] = {}
+        removes: dict[str, RemoveFile] = {}
         for c in commits:
             # Within one commit an add and a remove of the same key cannot both be valid;
             # across commits the later one wins, so removes go first, then adds.

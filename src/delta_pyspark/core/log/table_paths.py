@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import unquote, urlparse
 
@@ -69,7 +70,7 @@ def data_file_path(table_root: str, log_path: str) -> str:
     return f"{table_root.rstrip('/')}/{decoded}"
 
 
-def dv_file_path(root: str, dv: dict[str, Any] | None) -> str | None:
+def dv_file_path(root: str, dv: Mapping[str, Any] | None) -> str | None:
     """Local path of the file holding a deletion vector (None: inline or no DV)."""
     if not dv:
         return None
@@ -148,7 +149,7 @@ def invalid_file_paths(root: str, files: pa.Table) -> list[str]:
     return out
 
 
-def relative_dv(dv: dict[str, Any]) -> bool:
+def relative_dv(dv: Mapping[str, Any]) -> bool:
     """Whether a deletion vector's file is resolved against the table root: always for
     'u' (its Z85 text may even start with ``/``), for 'p' when spelled relatively."""
     desc = DeletionVectorDescriptor.from_dict(dv)

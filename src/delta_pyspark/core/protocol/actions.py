@@ -5,6 +5,12 @@ metadata, sidecar) are few per table and live as small dataclasses. File actions
 (add, remove, cdc) can number in the millions, so snapshots hold them as Arrow
 tables with the checkpoint's column layout (``ADD_SCHEMA``/``REMOVE_SCHEMA``);
 writers build them as plain dicts with the protocol's JSON keys.
+
+Those dicts (and every action's JSON form) have a ``TypedDict`` here, for the type checker
+only: at run time they are plain dicts. Names: delta-spark's class name for an action that
+lives only as a dict (``AddFile``, ``RemoveFile``, ``AddCDCFile``, ``CommitInfo``), and a
+dataclass's name plus ``Json`` for the form its ``to_dict`` gives (``ProtocolJson``,
+``MetadataJson``, ``DomainMetadataJson``, ``DeletionVectorJson``).
 """
 
 from __future__ import annotations
@@ -13,7 +19,7 @@ import json
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NotRequired, TypedDict, cast
 
 import pyarrow as pa
 
@@ -63,6 +69,115 @@ REMOVE_SCHEMA = pa.schema(
         ("defaultRowCommitVersion", pa.int64()),
     ]
 )
+
+
+class DeletionVectorJson(TypedDict):
+    """A file action's ``deletionVector`` (PROTOCOL.md "Deletion Vector Descriptor Schema")."""
+
+    storageType: str  # u (relative path) | p (absolute path) | i (inline)
+    pathOrInlineDv: str
+    offset: NotRequired[int]
+    sizeInBytes: int
+    cardinality: int
+    maxRowIndex: NotRequired[int]
+
+
+class AddFile(TypedDict):
+    """``add``: a data file joins the table."""
+
+    path: str
+    # values are a partition's serialized values; None is a null partition value
+    partitionValues: dict[str, str | None]
+    size: int
+    modificationTime: int
+    dataChange: bool
+    stats: NotRequired[str]
+    tags: NotRequired[dict[str, str]]
+    deletionVector: NotRequired[DeletionVectorJson]
+    baseRowId: NotRequired[int]
+    defaultRowCommitVersion: NotRequired[int]
+    clusteringProvider: NotRequired[str]
+
+
+class RemoveFile(TypedDict):
+    """``remove``: a data file leaves the table (a tombstone until VACUUM); with
+    ``extendedFileMetadata`` it carries the add's fields too."""
+
+    path: str
+    deletionTimestamp: NotRequired[int]
+    dataChange: bool
+    extendedFileMetadata: NotRequired[bool]
+    partitionValues: NotRequired[dict[str, str | None]]
+    size: NotRequired[int]
+    stats: NotRequired[str]
+    tags: NotRequired[dict[str, str]]
+    deletionVector: NotRequired[DeletionVectorJson]
+    baseRowId: NotRequired[int]
+    defaultRowCommitVersion: NotRequired[int]
+
+
+class AddCDCFile(TypedDict):
+    """``cdc``: a change data file of the commit (never part of the table's rows)."""
+
+    path: str
+    partitionValues: dict[str, str | None]
+    size: int
+    dataChange: bool
+    tags: NotRequired[dict[str, str]]
+
+
+class CommitInfo(TypedDict, total=False):
+    """``commitInfo``: free-form in the protocol; these are the fields delta-spark writes and
+    this package writes or reads (other writers' extra fields stay in the dict)."""
+
+    inCommitTimestamp: int
+    timestamp: int
+    operation: str
+    operationParameters: dict[str, str]
+    readVersion: int
+    isolationLevel: str
+    isBlindAppend: bool
+    operationMetrics: dict[str, str]
+    userMetadata: str
+    engineInfo: str
+    txnId: str
+
+
+class ProtocolJson(TypedDict):
+    """``protocol``'s JSON form (``Protocol.to_dict``)."""
+
+    minReaderVersion: int
+    minWriterVersion: int
+    readerFeatures: NotRequired[list[str]]
+    writerFeatures: NotRequired[list[str]]
+
+
+class FormatJson(TypedDict):
+    """``metaData.format``."""
+
+    provider: str
+    options: dict[str, str]
+
+
+class MetadataJson(TypedDict):
+    """``metaData``'s JSON form (``Metadata.to_dict``)."""
+
+    id: str
+    name: NotRequired[str]
+    description: NotRequired[str]
+    format: FormatJson
+    schemaString: str
+    partitionColumns: list[str]
+    configuration: dict[str, str]
+    createdTime: NotRequired[int]
+
+
+class DomainMetadataJson(TypedDict):
+    """``domainMetadata``'s JSON form (``DomainMetadata.to_dict``)."""
+
+    domain: str
+    configuration: str
+    removed: bool
 
 
 _INT64_MAX = (1 << 63) - 1
@@ -141,8 +256,8 @@ class Protocol:
             frozenset(wf) if wf is not None else None,
         )
 
-    def to_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {
+    def to_dict(self) -> ProtocolJson:
+        d: ProtocolJson = {
             "minReaderVersion": self.min_reader_version,
             "minWriterVersion": self.min_writer_version,
         }
@@ -206,19 +321,20 @@ class Metadata:
             created_time=_long(d, "createdTime", "metaData", minimum=_INT64_MIN),
         )
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> MetadataJson:
+        # built key by key: the JSON keeps delta-spark's order (name and description first)
         d: dict[str, Any] = {"id": self.id}
         if self.name is not None:
             d["name"] = self.name
         if self.description is not None:
             d["description"] = self.description
-        d["format"] = {"provider": self.format_provider, "options": dict(self.format_options)}
+        d["format"] = FormatJson(provider=self.format_provider, options=dict(self.format_options))
         d["schemaString"] = self.schema_string
         d["partitionColumns"] = list(self.partition_columns)
         d["configuration"] = dict(self.configuration)
         if self.created_time is not None:
             d["createdTime"] = self.created_time
-        return d
+        return cast(MetadataJson, d)
 
     def with_changes(self, **changes: Any) -> Metadata:
         """A copy with some fields replaced (metadata is immutable per version)."""
@@ -270,7 +386,7 @@ class DomainMetadata:
             removed,
         )
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> DomainMetadataJson:
         return {"domain": self.domain, "configuration": self.configuration, "removed": self.removed}
 
 
@@ -375,10 +491,10 @@ def encode_action(kind: str, body: Mapping[str, Any]) -> str:
     return json.dumps({kind: body}, separators=(",", ":"), ensure_ascii=False)
 
 
-def add_actions(files: pa.Table, data_change: bool = True) -> list[dict[str, Any]]:
+def add_actions(files: pa.Table, data_change: bool = True) -> list[AddFile]:
     """``add`` action dicts (protocol JSON keys) for rows of a snapshot file table."""
     names = [n for n in ADD_SCHEMA.names if n in files.column_names]
-    out = []
+    out: list[AddFile] = []
     for row in files.select(names).to_pylist():
         action: dict[str, Any] = {}
         for key in names:
@@ -394,18 +510,18 @@ def add_actions(files: pa.Table, data_change: bool = True) -> list[dict[str, Any
             action["deletionVector"] = {
                 k: v for k, v in action["deletionVector"].items() if v is not None
             }
-        out.append(action)
+        out.append(cast(AddFile, action))  # the layout's columns: an add's fields
     return out
 
 
 def remove_actions(
     files: pa.Table, data_change: bool = True, timestamp: int | None = None
-) -> list[dict[str, Any]]:
+) -> list[RemoveFile]:
     """``remove`` actions (extended file metadata) for rows of a snapshot file table."""
     import time
 
     ts = int(time.time() * 1000) if timestamp is None else timestamp
-    out = []
+    out: list[RemoveFile] = []
     cols = [
         c
         for c in (
@@ -421,7 +537,7 @@ def remove_actions(
         if c in files.column_names
     ]
     for row in files.select(cols).to_pylist():
-        action: dict[str, Any] = {
+        action: RemoveFile = {
             "path": row["path"],
             "deletionTimestamp": ts,
             "dataChange": data_change,

@@ -41,7 +41,7 @@ from delta_pyspark.core.log.segment import (
 )
 from delta_pyspark.core.log.validation import validate_state
 from delta_pyspark.core.protocol import table_properties as props
-from delta_pyspark.core.protocol.actions import commit_timestamp
+from delta_pyspark.core.protocol.actions import CommitInfo, commit_timestamp
 from delta_pyspark.core.protocol.table_features import check_readable
 from delta_pyspark.core.snapshot.snapshot import Snapshot
 from delta_pyspark.core.storage.commit_coordinator import CommitCoordinator
@@ -67,7 +67,7 @@ class CommitRecord:
 
     version: int
     timestamp: int
-    commit_info: dict[str, Any]
+    commit_info: CommitInfo
 
 
 class DeltaLog:
@@ -327,7 +327,7 @@ class DeltaLog:
         for version, status in self.commit_files(start):
             if end is not None and version > end:
                 break
-            info = self._read_commit(status.path).commit_info or {}
+            info: CommitInfo = self._read_commit(status.path).commit_info or {}
             ts = (
                 int(info["inCommitTimestamp"])
                 if "inCommitTimestamp" in info

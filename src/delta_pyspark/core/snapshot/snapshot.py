@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import cached_property
-from typing import Any
 
 import pyarrow as pa
 
@@ -17,7 +16,13 @@ from delta_pyspark.core.log.checksum import table_size
 from delta_pyspark.core.log.logical_files import KEY_COLUMN
 from delta_pyspark.core.log.replay import TableState
 from delta_pyspark.core.log.segment import LogSegment
-from delta_pyspark.core.protocol.actions import DomainMetadata, Metadata, Protocol, SetTransaction
+from delta_pyspark.core.protocol.actions import (
+    CommitInfo,
+    DomainMetadata,
+    Metadata,
+    Protocol,
+    SetTransaction,
+)
 from delta_pyspark.core.protocol.schema import StructType, parse_schema_string
 
 
@@ -89,7 +94,7 @@ class Snapshot:
         return self.state.domains
 
     @property
-    def commit_info(self) -> dict[str, Any] | None:
+    def commit_info(self) -> CommitInfo | None:
         """``commitInfo`` of the commit at this version (None after a bare checkpoint)."""
         return self.state.commit_info
 

@@ -19,7 +19,7 @@ from delta_pyspark.core.log.checkpoint import write_checkpoint
 from delta_pyspark.core.log.metadata_cleanup import cleanup_expired_logs, protected_before
 from delta_pyspark.core.log.segment import commit_name
 from delta_pyspark.core.protocol import table_properties as props
-from delta_pyspark.core.protocol.actions import encode_action
+from delta_pyspark.core.protocol.actions import CommitInfo, encode_action
 from delta_pyspark.core.protocol.table_features import supports
 from delta_pyspark.core.snapshot.snapshot import Snapshot
 from delta_pyspark.core.storage.log_store import LogStore
@@ -44,9 +44,9 @@ def commit_info(
     user_metadata: str | None = None,
     txn_id: str | None = None,
     in_commit_timestamp: int | None = None,
-) -> dict[str, Any]:
+) -> CommitInfo:
     """The ``commitInfo`` delta-spark writes, so DESCRIBE HISTORY shows the same fields."""
-    info: dict[str, Any] = {}
+    info: CommitInfo = {}
     now = int(time.time() * 1000)
     if in_commit_timestamp is not None:
         info["inCommitTimestamp"] = in_commit_timestamp

@@ -18,7 +18,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -30,6 +29,8 @@ from delta_pyspark.core.log.logical_files import action_key, canonical_path, fil
 from delta_pyspark.core.protocol.actions import (
     ADD_SCHEMA,
     REMOVE_SCHEMA,
+    AddFile,
+    CommitInfo,
     Metadata,
     file_actions_to_arrow,
 )
@@ -102,14 +103,14 @@ class Rebase:
     """A file both this transaction and a winner deleted rows from (by deletion vectors)."""
 
     key: str  # this transaction's remove key (the file as it read it)
-    winner_add: dict[str, Any]  # the file as the winner left it
+    winner_add: AddFile  # the file as the winner left it
 
 
 # Operations whose re-add of a file with a new deletion vector only deletes rows.
 _ROW_DELETING_OPERATIONS = frozenset({"DELETE", "UPDATE", "MERGE"})
 
 
-def _row_deletions(winner: CommitActions) -> dict[str, dict[str, Any]]:
+def _row_deletions(winner: CommitActions) -> dict[str, AddFile]:
     """Canonical path -> re-add, for files whose rows the winner deleted by vector."""
     op = str((winner.commit_info or {}).get("operation", "")).upper()
     if op not in _ROW_DELETING_OPERATIONS or not winner.removes:
@@ -122,8 +123,8 @@ def _row_deletions(winner: CommitActions) -> dict[str, dict[str, Any]]:
     }
 
 
-def winner_label(version: int, info: dict[str, Any] | None) -> str:
-    info = info or {}
+def winner_label(version: int, commit_info: CommitInfo | None) -> str:
+    info: CommitInfo = commit_info or {}
     op = info.get("operation", "unknown operation")
     ts = info.get("inCommitTimestamp", info.get("timestamp"))
     when = (
@@ -134,7 +135,7 @@ def winner_label(version: int, info: dict[str, Any] | None) -> str:
     return f"version {version} ({op} at {when})"
 
 
-def _describe_file(add: dict[str, Any]) -> str:
+def _describe_file(add: AddFile) -> str:
     pv = add.get("partitionValues") or {}
     if pv:
         return (
@@ -185,7 +186,7 @@ def _check_added_files(
     version: int,
     winner: CommitActions,
     label: str,
-    row_deletions: dict[str, dict[str, Any]],
+    row_deletions: dict[str, AddFile],
 ) -> None:
     if ctx.isolation is IsolationLevel.SNAPSHOT_ISOLATION or ctx.reads.is_blind:
         return
@@ -234,7 +235,7 @@ def _check_deleted_files(
     ctx: ConflictContext,
     winner: CommitActions,
     label: str,
-    row_deletions: dict[str, dict[str, Any]],
+    row_deletions: dict[str, AddFile],
 ) -> list[Rebase]:
     if not winner.removes:
         return []

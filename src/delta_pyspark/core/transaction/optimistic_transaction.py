@@ -23,7 +23,16 @@ from delta_pyspark.core.expressions.nodes import Expr
 from delta_pyspark.core.log.commit_actions import CommitActions, parse_actions
 from delta_pyspark.core.log.logical_files import action_key, added_and_removed
 from delta_pyspark.core.protocol import table_properties as props
-from delta_pyspark.core.protocol.actions import DomainMetadata, Metadata, Protocol, SetTransaction
+from delta_pyspark.core.protocol.actions import (
+    AddCDCFile,
+    AddFile,
+    CommitInfo,
+    DomainMetadata,
+    Metadata,
+    Protocol,
+    RemoveFile,
+    SetTransaction,
+)
 from delta_pyspark.core.protocol.column_mapping import (
     column_mapping_mode,
     physical_name,
@@ -89,11 +98,11 @@ class Transaction:
         self.txn_id = str(uuid.uuid4())
         self._metadata: Metadata | None = None
         self._protocol: Protocol | None = None
-        self._adds: list[dict[str, Any]] = []
-        self._removes: list[dict[str, Any]] = []
+        self._adds: list[AddFile] = []
+        self._removes: list[RemoveFile] = []
         self._row_deletes: dict[str, FileRowDeletes] = {}
         self._dv_writers: list[DeletionVectorWriter] = []
-        self._cdcs: list[dict[str, Any]] = []
+        self._cdcs: list[AddCDCFile] = []
         self._txns: list[SetTransaction] = []
         self._domains: list[DomainMetadata] = []
         self.committed_version: int | None = None
@@ -150,10 +159,10 @@ class Transaction:
     def update_protocol(self, protocol: Protocol) -> None:
         self._protocol = protocol
 
-    def add_files(self, adds: Iterable[Mapping[str, Any]]) -> None:
-        self._adds.extend(dict(a) for a in adds)
+    def add_files(self, adds: Iterable[AddFile]) -> None:
+        self._adds.extend(a.copy() for a in adds)
 
-    def remove_files(self, removes: Iterable[Mapping[str, Any]]) -> None:
+    def remove_files(self, removes: Iterable[RemoveFile]) -> None:
         """Removes to commit; ``dataChange`` (required by the protocol) defaults to true."""
         self._removes.extend({"dataChange": True, **r} for r in removes)
 
@@ -174,8 +183,8 @@ class Transaction:
         self._dv_writers.append(writer)
         return writer
 
-    def add_cdc_files(self, cdcs: Iterable[Mapping[str, Any]]) -> None:
-        self._cdcs.extend(dict(c) for c in cdcs)
+    def add_cdc_files(self, cdcs: Iterable[AddCDCFile]) -> None:
+        self._cdcs.extend(c.copy() for c in cdcs)
 
     def set_app_transaction(self, app_id: str, version: int) -> None:
         self._txns.append(SetTransaction(app_id, version, int(time.time() * 1000)))
@@ -184,11 +193,11 @@ class Transaction:
         self._domains.append(domain)
 
     @property
-    def _all_removes(self) -> list[dict[str, Any]]:
+    def _all_removes(self) -> list[RemoveFile]:
         return self._removes + [d.remove for d in self._row_deletes.values()]
 
     @property
-    def added_files(self) -> list[dict[str, Any]]:
+    def added_files(self) -> list[AddFile]:
         """Every add action to commit: new files and files re-added with a new vector."""
         return self._adds + [d.add for d in self._row_deletes.values() if d.add is not None]
 
@@ -270,7 +279,7 @@ class Transaction:
                 "deletion vector): readers could not tell whether it stays"
             )
 
-    def _actions(self, info: dict[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    def _actions(self, info: CommitInfo) -> list[tuple[str, Mapping[str, Any]]]:
         actions: list[tuple[str, Mapping[str, Any]]] = [("commitInfo", info)]
         if self._protocol is not None:
             actions.append(("protocol", self._protocol.to_dict()))

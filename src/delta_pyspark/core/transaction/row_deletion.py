@@ -17,14 +17,14 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
 from pyroaring import BitMap64
 
 from delta_pyspark.core.log.logical_files import action_key
-from delta_pyspark.core.protocol.actions import remove_actions
+from delta_pyspark.core.protocol.actions import AddFile, RemoveFile, remove_actions
 from delta_pyspark.core.protocol.deletion_vectors import (
     DeletionVectorDescriptor,
     DeletionVectorWriter,
@@ -60,8 +60,8 @@ def deletion_vectors_enabled(snapshot: Snapshot) -> bool:
 class FileRowDeletes:
     """One file's rows deleted by this transaction, as the actions that commit them."""
 
-    remove: dict[str, Any]  # the file as the snapshot had it (old vector, if any)
-    add: dict[str, Any] | None  # the same file with the combined vector; None: all rows gone
+    remove: RemoveFile  # the file as the snapshot had it (old vector, if any)
+    add: AddFile | None  # the same file with the combined vector; None: all rows gone
     rows: BitMap64  # the rows this transaction deletes (none of them deleted before)
     num_records: int | None  # physical rows of the file, from its stats
 
@@ -92,7 +92,7 @@ def _with_vector(
     rows: BitMap64,
     num_records: int | None,
     writer: DeletionVectorWriter,
-) -> dict[str, Any] | None:
+) -> AddFile | None:
     """``add`` re-added with ``rows`` as its vector (None when every row is deleted)."""
     if num_records is not None and len(rows) >= num_records:
         return None
@@ -100,7 +100,8 @@ def _with_vector(
     out["dataChange"] = True
     out["stats"] = _loose_stats(add.get("stats"))
     out["deletionVector"] = writer.add(rows).to_dict()
-    return {k: v for k, v in out.items() if v is not None}
+    # an add's fields (``_KEPT_FIELDS``) and a new vector
+    return cast(AddFile, {k: v for k, v in out.items() if v is not None})
 
 
 def existing_deletes(action: Mapping[str, Any], table_root: str, store: LogStore) -> BitMap64:

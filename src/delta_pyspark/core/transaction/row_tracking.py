@@ -17,13 +17,18 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_pyspark.core.protocol import table_properties as props
-from delta_pyspark.core.protocol.actions import DomainMetadata, Metadata, Protocol, add_actions
+from delta_pyspark.core.protocol.actions import (
+    AddFile,
+    DomainMetadata,
+    Metadata,
+    Protocol,
+    add_actions,
+)
 from delta_pyspark.core.protocol.column_mapping import column_mapping_mode, physical_name
 from delta_pyspark.core.protocol.schema import parse_schema_string
 from delta_pyspark.core.protocol.table_features import supports
@@ -125,10 +130,10 @@ def high_water_mark_domain(mark: int) -> DomainMetadata:
 def assign(
     protocol: Protocol,
     metadata: Metadata,
-    adds: Sequence[Mapping[str, Any]],
+    adds: Sequence[AddFile],
     mark: int,
     version: int,
-) -> tuple[list[Mapping[str, Any]], DomainMetadata | None]:
+) -> tuple[list[AddFile], DomainMetadata | None]:
     """``adds`` as committed at ``version`` on a table whose high-water mark is ``mark``.
 
     Adds without ``baseRowId`` get the next ids (one per physical row, counted by the
@@ -139,13 +144,13 @@ def assign(
     """
     if not is_supported(protocol) or is_suspended(metadata.configuration):
         return list(adds), None
-    out: list[Mapping[str, Any]] = []
+    out: list[AddFile] = []
     next_mark = mark
     for add in adds:
         if add.get("baseRowId") is not None and add.get("defaultRowCommitVersion") is not None:
             out.append(add)
             continue
-        add = dict(add)
+        add = add.copy()
         if add.get("baseRowId") is None:
             rows = num_records(add.get("stats"))
             if rows is None:
@@ -183,7 +188,7 @@ def files_to_backfill(
     return chosen if chosen.num_rows else None
 
 
-def backfill_actions(files: pa.Table) -> list[dict[str, Any]]:
+def backfill_actions(files: pa.Table) -> list[AddFile]:
     """``add`` actions re-committing ``files`` unchanged (``dataChange=false``), so that the
     commit assigns them row ids."""
     return add_actions(files, data_change=False)

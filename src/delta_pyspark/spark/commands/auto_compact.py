@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow.compute as pc
 
 from delta_pyspark.core.commands.optimize_plan import MIB, PartitionKey, parse_bytes, partition_keys
+from delta_pyspark.core.protocol.actions import AddFile
 from delta_pyspark.core.snapshot.delta_log import DeltaLog
 from delta_pyspark.spark.commands.optimize import OptimizeResult, OptimizeSpec, run_optimize
 from delta_pyspark.spark.conf import (
@@ -71,7 +72,7 @@ def auto_compact(
     spark: SparkSession,
     delta_log: DeltaLog,
     configuration: Mapping[str, str],
-    adds: list[dict[str, Any]],
+    adds: list[AddFile],
 ) -> OptimizeResult | None:
     """Compact what the write that added ``adds`` fragmented; None when nothing ran."""
     if not adds or not auto_compact_enabled(spark, configuration):
@@ -87,7 +88,7 @@ def auto_compact(
 
 
 def _compact(
-    spark: SparkSession, delta_log: DeltaLog, adds: list[dict[str, Any]]
+    spark: SparkSession, delta_log: DeltaLog, adds: list[AddFile]
 ) -> OptimizeResult | None:
     max_size = parse_bytes(
         spark.conf.get(AUTO_COMPACT_MAX_FILE_SIZE_CONF, None) or DEFAULT_MAX_FILE_SIZE

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
 from delta_pyspark.core.commands.optimize_plan import Bin, bin_rows
+from delta_pyspark.core.protocol.actions import AddFile
 from delta_pyspark.core.snapshot.snapshot import Snapshot
 from delta_pyspark.spark.columns.row_tracking import preserved_columns, read_preserving
 from delta_pyspark.spark.files.scan import FILE_PATH, ROW_INDEX, file_uris
@@ -92,7 +93,7 @@ def bin_frame(
 
 def write_bins(
     spark: SparkSession, snapshot: Snapshot, files: pa.Table, bins: Sequence[Bin]
-) -> list[dict[str, Any]]:
+) -> list[AddFile]:
     """Rewrite each bin of ``files`` as one new file; their ``add`` actions (dataChange=false)."""
     if not bins:
         return []

@@ -15,7 +15,7 @@ UPDATE or MERGE may then give the change data other values than the data files.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from delta_pyspark.core.changes.change_data import (
     CHANGE_DATA_DIR,
@@ -25,6 +25,7 @@ from delta_pyspark.core.changes.change_data import (
     cdc_actions,
     cdf_enabled,
 )
+from delta_pyspark.core.protocol.actions import AddFile
 from delta_pyspark.core.protocol.column_mapping import PHYSICAL_NAME_KEY, column_mapping_mode
 from delta_pyspark.core.protocol.schema import STRING, StructField, StructType
 from delta_pyspark.core.snapshot.snapshot import Snapshot
@@ -73,7 +74,7 @@ def replaced_changes(
     txn: Transaction,
     snapshot: Snapshot,
     replaced: DataFrame,
-    adds: list[dict[str, Any]],
+    adds: list[AddFile],
 ) -> None:
     """The change data of a ``replaceWhere`` overwrite that rewrote files: the ``replaced``
     rows as deletes and the written rows (read back from the new files ``adds``) as inserts."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -30,6 +30,7 @@ from delta_pyspark.core.commands.clustering import (
     snapshot_columns,
 )
 from delta_pyspark.core.commands.optimize_plan import Bin, pack_bins
+from delta_pyspark.core.protocol.actions import AddFile
 from delta_pyspark.core.snapshot.snapshot import Snapshot
 from delta_pyspark.exceptions import DeltaAnalysisException, DeltaUnsupportedOperationException
 
@@ -88,7 +89,7 @@ def write_clustered(
     bins: Sequence[Bin],
     columns: Sequence[ClusteringColumn],
     max_file_size: int,
-) -> list[dict[str, Any]]:
+) -> list[AddFile]:
     """Rewrite the bins' files ordered along the curve of ``columns``; their ``add`` actions,
     marked as clustered by this run."""
     from delta_pyspark.spark.commands.zorder import write_zordered

@@ -22,6 +22,7 @@ from zoneinfo import ZoneInfo
 
 import pyarrow.parquet as pq
 
+from delta_pyspark.core.protocol.actions import AddFile
 from delta_pyspark.core.protocol.partition_values import (
     HIVE_DEFAULT_PARTITION,
     parse_partition_value,
@@ -352,11 +353,11 @@ def _add_actions(
     footers: list[pq.FileMetaData],
     values: list[dict[str, str | None]],
     data_schema: StructType,
-) -> list[dict[str, Any]]:
+) -> list[AddFile]:
     """``add`` actions as the writer builds them: URI-encoded relative path, footer stats."""
     arrow_schema = to_arrow_schema(data_schema)
     num_indexed, stats_cols = stats_settings({})
-    adds = []
+    adds: list[AddFile] = []
     for (rel, entry), meta, partition_values in zip(files.items(), footers, values, strict=True):
         st = store.status(entry.path) if entry.is_link else entry
         adds.append(

@@ -44,7 +44,7 @@ from delta_pyspark.core.commands.optimize_plan import (
 )
 from delta_pyspark.core.expressions.nodes import Unknown, and_all, columns_of, walk
 from delta_pyspark.core.expressions.parser import parse_predicate
-from delta_pyspark.core.protocol.actions import remove_actions
+from delta_pyspark.core.protocol.actions import AddFile, remove_actions
 from delta_pyspark.core.skipping.file_pruning import prune_files
 from delta_pyspark.core.snapshot.delta_log import DeltaLog
 from delta_pyspark.core.snapshot.snapshot import Snapshot
@@ -284,7 +284,7 @@ def run_optimize(
     )
     chosen = files.take(pa.array(bin_rows(bins), pa.int64()))
     version = None
-    adds: list[dict[str, Any]] = []
+    adds: list[AddFile] = []
     if bins:
         txn = Transaction(log, snapshot)
         txn.read_files(chosen)
@@ -311,7 +311,7 @@ def run_optimize(
     return OptimizeResult(snapshot.table_root, metrics, version)
 
 
-def _check_rows_kept(removed: pa.Table, adds: list[dict[str, Any]]) -> None:
+def _check_rows_kept(removed: pa.Table, adds: list[AddFile]) -> None:
     """Refuse to commit a rewrite whose files do not hold exactly the rows it replaces
     (from the stats: rows of the old files net of deletion vectors, rows written)."""
     before = live_rows(removed)
@@ -353,7 +353,7 @@ def _dv_stats(removed: pa.Table) -> dict[str, int]:
     }
 
 
-def _operation_metrics(removed: pa.Table, adds: list[dict[str, Any]]) -> dict[str, Any]:
+def _operation_metrics(removed: pa.Table, adds: list[AddFile]) -> dict[str, Any]:
     """``commitInfo.operationMetrics`` as delta-spark records them for OPTIMIZE."""
     added = [int(a["size"]) for a in adds]
     out: dict[str, Any] = {
@@ -373,7 +373,7 @@ def _metrics(
     considered: pa.Table,
     removed: pa.Table,
     bins: list[Bin],
-    adds: list[dict[str, Any]],
+    adds: list[AddFile],
     zorder: bool,
     start_ms: int,
 ) -> dict[str, Any]:

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_pyspark.core.log.table_paths import data_file_path
-from delta_pyspark.core.protocol.actions import remove_actions
+from delta_pyspark.core.protocol.actions import AddFile, RemoveFile, remove_actions
 from delta_pyspark.core.protocol.schema import StructType
 from delta_pyspark.core.protocol.table_properties import check_constraints
 from delta_pyspark.core.snapshot.snapshot import Snapshot
@@ -39,8 +39,8 @@ if TYPE_CHECKING:
 class Rewrite:
     """The outcome of rewriting files: actions to commit and rows written."""
 
-    removes: list[dict[str, Any]]
-    adds: list[dict[str, Any]]
+    removes: list[RemoveFile]
+    adds: list[AddFile]
     rows_written: int
 
     @property
@@ -152,7 +152,7 @@ def num_records(adds: Sequence[Mapping[str, Any]]) -> int:
 
 def write_rows(
     df: DataFrame, snapshot: Snapshot, schema: StructType | None = None
-) -> list[dict[str, Any]]:
+) -> list[AddFile]:
     """Write ``df`` (table columns in order, then any row tracking columns) into the table,
     enforcing its constraints."""
     schema = schema or snapshot.schema
@@ -163,7 +163,7 @@ def write_rows(
     )
 
 
-def discard_files(snapshot: Snapshot, adds: list[dict[str, Any]]) -> None:
+def discard_files(snapshot: Snapshot, adds: list[AddFile]) -> None:
     """Delete the files of ``adds``, written by a transaction that will not commit them."""
     store = log_store_for(snapshot.table_root)
     for add in adds:

@@ -21,7 +21,7 @@ from delta_pyspark.core.commands.clustering import (
 )
 from delta_pyspark.core.expressions.nodes import Expr
 from delta_pyspark.core.expressions.parser import parse_predicate
-from delta_pyspark.core.protocol.actions import Metadata, remove_actions
+from delta_pyspark.core.protocol.actions import AddFile, Metadata, RemoveFile, remove_actions
 from delta_pyspark.core.protocol.generated_columns import check_type_changes
 from delta_pyspark.core.protocol.schema import StructField, StructType, schema_to_string
 from delta_pyspark.core.protocol.schema_arrow import to_arrow_schema
@@ -214,8 +214,8 @@ def write_delta(
     if cluster_by is not None:
         params["clusterBy"] = json.dumps(cluster_by, separators=(",", ":"))
 
-    removes: list[dict[str, Any]] = []
-    extra_adds: list[dict[str, Any]] = []
+    removes: list[RemoveFile] = []
+    extra_adds: list[AddFile] = []
     replaced: DataFrame | None = None  # rows a replaceWhere rewrite replaces (change data)
     dynamic = overwrite and snapshot is not None and not replace_where and _dynamic(spark, request)
     if overwrite and snapshot is not None and replace_where:
@@ -431,7 +431,7 @@ def _guard_replace_where(df: DataFrame, predicate: str) -> DataFrame:
 
 def _replace_where_removes(
     spark: SparkSession, txn: Transaction, snapshot: Snapshot, predicate: str
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]], DataFrame | None]:
+) -> tuple[list[RemoveFile], list[AddFile], DataFrame | None]:
     """Files (or rows) the overwrite replaces: whole files when the predicate only names
     partition columns, otherwise copies of the touched files without matching rows; and
     then (on a table recording change data) the rows replaced."""
@@ -468,8 +468,8 @@ def _arrow(snapshot: Snapshot) -> pa.Schema:
 
 
 def _dynamic_removes(
-    txn: Transaction, snapshot: Snapshot, adds: list[dict[str, Any]], partitions: list[str]
-) -> list[dict[str, Any]]:
+    txn: Transaction, snapshot: Snapshot, adds: list[AddFile], partitions: list[str]
+) -> list[RemoveFile]:
     """Dynamic partition overwrite: replace exactly the partitions the new data touches."""
     if not partitions:
         raise DeltaAnalysisException("dynamic partition overwrite needs a partitioned table")

@@ -40,6 +40,7 @@ from delta_pyspark.core.commands.optimize_plan import (
     range_bits,
     split_blocks,
 )
+from delta_pyspark.core.protocol.actions import AddFile
 from delta_pyspark.core.protocol.column_mapping import (
     column_mapping_mode,
 )
@@ -392,7 +393,7 @@ def write_zordered(
     bins: Sequence[Bin],
     columns: list[tuple[str, ...]],
     max_file_size: int,
-) -> list[dict[str, Any]]:
+) -> list[AddFile]:
     """Rewrite the files of ``bins`` (one per partition) Z-ordered; their ``add`` actions."""
     if not bins:
         return []

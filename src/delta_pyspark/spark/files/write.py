@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow.parquet as pq
 
+from delta_pyspark.core.protocol.actions import AddFile
 from delta_pyspark.core.protocol.column_mapping import (
     column_mapping_mode,
     physical_name,
@@ -62,7 +63,7 @@ def write_files(
     max_records_per_file: int | None = None,
     data_change: bool = True,
     optimize_write: bool | None = None,
-) -> list[dict[str, Any]]:
+) -> list[AddFile]:
     """Write ``df`` (already in table column order, logical names; any columns after the
     table's are written unrenamed) as data files.
 
@@ -123,7 +124,7 @@ def write_files(
         _remove_staging(staging)
 
 
-def write_compacted(df: DataFrame, snapshot: Snapshot) -> list[dict[str, Any]]:
+def write_compacted(df: DataFrame, snapshot: Snapshot) -> list[AddFile]:
     """Write ``df`` (rows of ``snapshot``'s files, rearranged) as OPTIMIZE does: files the
     caller has already sized, no data change (``dataChange=false``)."""
     return write_files(
@@ -154,14 +155,14 @@ def _adopt_files(
     configuration: Any,
     data_change: bool,
     mode: str,
-) -> list[dict[str, Any]]:
+) -> list[AddFile]:
     from delta_pyspark.core.protocol.column_mapping import to_physical_schema
 
     physical = to_physical_schema(schema, mode)
     data_fields = StructType(tuple(f for f in physical.fields if f.name not in part_physical))
     arrow_schema = to_arrow_schema(data_fields)
     num_indexed, stats_cols = stats_settings(configuration, schema)
-    adds = []
+    adds: list[AddFile] = []
     now = int(time.time() * 1000)
     store = log_store_for(table_root)
     staged = sorted(store.walk_files(staging), key=lambda e: e.path)

@@ -11,6 +11,7 @@ and is skipped, so every row lands once.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -77,7 +78,7 @@ def stream_offset(
     return "" if latest is None or latest == begin else latest.to_json()
 
 
-def _batch(path: str, options: dict[str, str]) -> tuple[Snapshot, list[dict[str, Any]]]:
+def _batch(path: str, options: dict[str, str]) -> tuple[Snapshot, list[Mapping[str, Any]]]:
     schema_json = options.get(SCHEMA_OPTION)
     end = options.get(END_OPTION)
     if schema_json is None or end is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from delta_pyspark.core.protocol.actions import AddFile, RemoveFile
 from delta_pyspark.core.snapshot.snapshot import Snapshot
 from delta_pyspark.spark.commands.merge.state import _MergeState
 from delta_pyspark.spark.commands.rewrite import elapsed_ms, live_rows, num_records
@@ -18,8 +19,8 @@ class _Metrics(_MergeState):
         snapshot: Snapshot,
         touched: Any,
         counts: dict[int, int],
-        adds: list[dict[str, Any]],
-        removes: list[dict[str, Any]],
+        adds: list[AddFile],
+        removes: list[RemoveFile],
         scan_ms: int,
         start: float,
     ) -> dict[str, Any]:

@@ -11,7 +11,7 @@ if TYPE_CHECKING:
     from pyspark.sql import Column as SparkColumn
     from pyspark.sql import DataFrame, SparkSession
 
-    from delta_pyspark.core.protocol.actions import Protocol
+    from delta_pyspark.core.protocol.actions import AddFile, Protocol, RemoveFile
     from delta_pyspark.core.protocol.schema import StructField, StructType
     from delta_pyspark.core.snapshot.delta_log import DeltaLog
     from delta_pyspark.core.snapshot.snapshot import Snapshot
@@ -115,8 +115,8 @@ class _MergeState:
             snapshot: Snapshot,
             touched: Any,
             counts: dict[int, int],
-            adds: list[dict[str, Any]],
-            removes: list[dict[str, Any]],
+            adds: list[AddFile],
+            removes: list[RemoveFile],
             scan_ms: int,
             start: float,
         ) -> dict[str, Any]: ...
