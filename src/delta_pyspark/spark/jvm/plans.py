@@ -27,7 +27,7 @@ def filter_condition_sql(filtered: DataFrame) -> str:
 def output_qualifiers(df: DataFrame) -> set[str]:
     """The relation names (aliases) ``df``'s columns can be qualified with, lower-cased."""
     output = java_frame(df).queryExecution().analyzed().output()
-    names = set()
+    names: set[str] = set()
     for i in range(output.size()):
         qualifier = output.apply(i).qualifier()
         names.update(str(qualifier.apply(j)).lower() for j in range(qualifier.size()))
