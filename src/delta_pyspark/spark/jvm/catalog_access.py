@@ -36,8 +36,13 @@ def parse_name(spark: SparkSession, name: str) -> list[str]:
 
 
 def _identifier(spark: SparkSession, database: str | None, table: str) -> Any:
+    """``TableIdentifier``; without a database, Spark's catalog resolves the current one
+    (an identifier naming a catalog must name its database too)."""
     java = jvm(spark)
-    return java.org.apache.spark.sql.catalyst.TableIdentifier(
+    identifier = java.org.apache.spark.sql.catalyst.TableIdentifier
+    if database is None:
+        return identifier(table, java.scala.Option.apply(None))
+    return identifier(
         table, java.scala.Option.apply(database), java.scala.Option.apply("spark_catalog")
     )
 
