@@ -958,18 +958,18 @@ def test_merge_from_streaming_foreach_batch(spark: Any, tmp_path: Path):
 def test_merge_broadcasts_the_source_only_within_sparks_threshold(spark: Any, conf: Any) -> None:
     """The (checkpointed) source is hinted for broadcast when Spark's estimate of its size
     is within ``spark.sql.autoBroadcastJoinThreshold``; never with broadcasts turned off."""
-    from delta_pyspark.spark.commands.merge.source import _broadcastable
+    from delta_pyspark.spark.jvm.plans import within_broadcast_threshold
 
     df = spark.range(1_000).selectExpr("id", "CONCAT('v', id) AS s").localCheckpoint()
     size = int(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes())
     assert 0 < size < 10 * 1024 * 1024
-    assert _broadcastable(spark, df)
+    assert within_broadcast_threshold(df)
     conf("spark.sql.autoBroadcastJoinThreshold", str(size - 1))
-    assert not _broadcastable(spark, df)
+    assert not within_broadcast_threshold(df)
     conf("spark.sql.autoBroadcastJoinThreshold", str(size))
-    assert _broadcastable(spark, df)
+    assert within_broadcast_threshold(df)
     conf("spark.sql.autoBroadcastJoinThreshold", "-1")
-    assert not _broadcastable(spark, df)
+    assert not within_broadcast_threshold(df)
 
 
 @pytest.mark.parametrize("vectors", [False, True], ids=["copy-on-write", "deletion-vectors"])
