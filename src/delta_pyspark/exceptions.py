@@ -85,6 +85,10 @@ class DeltaJvmExtensionError(DeltaError):
     """delta-pyspark's JVM helper could not be built, or the SparkSession lacks it."""
 
 
+class UnsupportedStorageError(DeltaIllegalArgumentException):
+    """A table path whose storage scheme delta-pyspark has no implementation for."""
+
+
 class FileAlreadyExistsError(DeltaError):
     """Put-if-absent lost: another writer created the file first."""
 

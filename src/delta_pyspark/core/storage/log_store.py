@@ -22,7 +22,7 @@ from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 
-from delta_pyspark.exceptions import FileAlreadyExistsError
+from delta_pyspark.exceptions import FileAlreadyExistsError, UnsupportedStorageError
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,8 +304,16 @@ class LocalLogStore(LogStore):
 
 
 def log_store_for(path: str) -> LogStore:
-    """The log store serving ``path``'s scheme (only local paths for now)."""
+    """The log store serving ``path``'s scheme: the local file system, or an object store
+    (``core.storage.object_store``: S3, GCS, Azure). Any other scheme is refused by name."""
     scheme = urlparse(path).scheme
     if scheme in ("", "file") or len(scheme) == 1:  # one letter: a Windows drive
         return LocalLogStore()
-    raise NotImplementedError(f"no log store for scheme {scheme!r} (path {path})")
+    from delta_pyspark.core.storage.object_store import OBJECT_STORE_SCHEMES, object_store_for
+
+    if scheme in OBJECT_STORE_SCHEMES:
+        return object_store_for(path)
+    raise UnsupportedStorageError(
+        f"no storage for scheme {scheme!r} ({path}): delta-pyspark keeps tables on local "
+        f"disks (file:) and on object stores ({', '.join(sorted(OBJECT_STORE_SCHEMES))})"
+    )
