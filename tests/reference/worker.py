@@ -1,0 +1,81 @@
+"""The reference worker: one delta-spark SparkSession in a process of its own, executing
+scripts of operations (``operations.py``) read as JSON lines from stdin.
+
+Why a separate process: delta-spark and delta-pyspark both register Spark's ``delta``
+source, so they cannot share a JVM. Why long-lived: a JVM start costs seconds, so the tests
+share one worker (``runner.ReferenceRunner``) for the whole pytest session.
+
+Protocol: one line ``{"ops": [...]}`` in, one line ``{"results": [...]}`` out, a result
+per operation. The first line out is ``{"ready": true, ...}`` once the session is up. The
+protocol is written to a duplicate of the original stdout; fd 1 itself is pointed at
+stderr, so nothing Spark or the JVM prints can corrupt the protocol.
+
+The session is delta-spark's documented set-up (its SQL extension and catalog, jars from
+``jars.py`` passed as arguments) on ``local[2]`` with the UI off, two shuffle partitions and
+the UTC session time zone; everything else is Spark's default (ANSI mode on).
+
+Usage: ``python worker.py JARS WAREHOUSE`` (JARS joined with ``os.pathsep``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any, TextIO
+
+
+def _protocol_stream() -> TextIO:
+    """A private copy of stdout for the protocol; fd 1 then goes to stderr."""
+    out = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return out
+
+
+def build_session(jars: list[str], warehouse: str) -> Any:
+    """delta-spark's SparkSession (see the module docstring for the settings and why)."""
+    from pyspark.sql import SparkSession
+
+    builder = (
+        SparkSession.builder.master("local[2]")
+        .appName("delta-spark-reference")
+        .config("spark.jars", ",".join(jars))
+        .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+        .config(
+            "spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+        )
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.warehouse.dir", warehouse)
+        .config("spark.driver.memory", "1g")
+    )
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+def main(argv: list[str]) -> int:
+    out = _protocol_stream()
+    jars, warehouse = argv[0].split(os.pathsep), argv[1]
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    import delta.tables  # delta-spark's Python API (the delta-spark wheel)
+    from operations import execute  # beside this script, on sys.path[0]
+
+    spark = build_session(jars, warehouse)
+    ready = {"ready": True, "spark": spark.version, "pid": os.getpid()}
+    out.write(json.dumps(ready) + "\n")
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        request = json.loads(line)
+        results = [execute(spark, delta.tables, op) for op in request["ops"]]
+        out.write(json.dumps({"results": results}) + "\n")
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
