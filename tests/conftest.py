@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -13,3 +16,47 @@ from data_paths import TESTDATA
 def testdata() -> Path:
     """Read-only Delta tables written by other implementations (copy before writing)."""
     return TESTDATA
+
+
+# ---------------------------------------------------------------- Spark fixtures
+# One SparkSession for the whole test run (local[2], UI off, few shuffle partitions), and a
+# fixture setting session confs for one test.
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
+    from pyspark.sql import SparkSession
+
+    from delta_pyspark import configure_spark_with_delta
+
+    warehouse = tmp_path_factory.mktemp("warehouse")
+    builder = (
+        SparkSession.builder.master("local[2]")
+        .appName("delta-pyspark-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.warehouse.dir", str(warehouse))
+        .config("spark.driver.memory", "2g")
+        .config("spark.sql.ansi.enabled", "false")
+    )
+    session = configure_spark_with_delta(builder).getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def conf(spark: Any) -> Iterator[Callable[[str, str], None]]:
+    """Set session confs for one test; unset afterwards."""
+    keys: list[str] = []
+
+    def setter(key: str, value: str) -> None:
+        keys.append(key)
+        spark.conf.set(key, value)
+
+    yield setter
+    for k in keys:
+        spark.conf.unset(k)

@@ -1,55 +1,12 @@
-"""One SparkSession for the whole test run (local[2], UI off, few shuffle partitions),
-and a fixture setting session confs for one test."""
+"""The Spark tests' marker. Their fixtures (``spark``, ``conf``) are in ``tests/conftest.py``,
+shared with the delta-spark reference tests (``tests/reference/``)."""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Iterator
-from typing import Any
-
 import pytest
-
-
-@pytest.fixture(scope="session")
-def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    os.environ.setdefault("PYSPARK_PYTHON", os.sys.executable)
-    from pyspark.sql import SparkSession
-
-    from delta_pyspark import configure_spark_with_delta
-
-    warehouse = tmp_path_factory.mktemp("warehouse")
-    builder = (
-        SparkSession.builder.master("local[2]")
-        .appName("delta-pyspark-tests")
-        .config("spark.ui.enabled", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.warehouse.dir", str(warehouse))
-        .config("spark.driver.memory", "2g")
-        .config("spark.sql.ansi.enabled", "false")
-    )
-    session = configure_spark_with_delta(builder).getOrCreate()
-    session.sparkContext.setLogLevel("ERROR")
-    yield session
-    session.stop()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "tests/spark/" in str(item.fspath):
             item.add_marker(pytest.mark.spark)
-
-
-@pytest.fixture
-def conf(spark: Any) -> Iterator[Callable[[str, str], None]]:
-    """Set session confs for one test; unset afterwards."""
-    keys: list[str] = []
-
-    def setter(key: str, value: str) -> None:
-        keys.append(key)
-        spark.conf.set(key, value)
-
-    yield setter
-    for k in keys:
-        spark.conf.unset(k)
