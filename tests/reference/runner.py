@@ -72,15 +72,32 @@ class ReferenceRunner:
         answer: dict[str, Any] = json.loads(line)
         return answer
 
-    def run(self, ops: list[Op]) -> list[Result]:
-        """Execute a script on delta-spark: one result per operation (``operations.execute``)."""
+    def submit(self, ops: list[Op]) -> None:
+        """Send a script to the worker without waiting (``results`` collects the answer), so
+        that this process can run its own side meanwhile: the two JVMs use both cores."""
         if self.process.poll() is not None:
             raise self._fail(f"is gone (status {self.process.returncode})")
         assert self.process.stdin is not None
         self.process.stdin.write(json.dumps({"ops": ops}) + "\n")
         self.process.stdin.flush()
+
+    def results(self) -> list[Result]:
+        """The answer to the script ``submit`` sent: one result per operation."""
         results: list[Result] = self._receive(SCRIPT_TIMEOUT)["results"]
         return results
+
+    def run(self, ops: list[Op]) -> list[Result]:
+        """Execute a script on delta-spark: one result per operation (``operations.execute``)."""
+        self.submit(ops)
+        return self.results()
+
+    def run_both(
+        self, spark: Any, ours: list[Op], theirs: list[Op]
+    ) -> tuple[list[Result], list[Result]]:
+        """Run ``ours`` here and ``theirs`` on delta-spark at the same time."""
+        self.submit(theirs)
+        mine = run_ours(spark, ours)
+        return mine, self.results()
 
     def close(self) -> None:
         """Stop the worker: end of input, then a kill if it does not exit."""
