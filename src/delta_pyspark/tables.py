@@ -602,12 +602,15 @@ class DeltaTableBuilder:
         )
         cluster_by = clustering.stage_clustering(txn, snapshot, self._clustering, replacing=True)
         operation = "CREATE TABLE" if snapshot is None else "REPLACE TABLE"
+        # delta-spark's parameters of a CREATE/REPLACE TABLE, in its order (description is
+        # null without a comment; clusterBy is "[]" on a table without clustering)
         params = {
             "partitionBy": json.dumps(self._partitions),
+            "clusterBy": json.dumps(cluster_by or [], separators=(",", ":")),
+            "description": self._comment,
+            "isManaged": "true" if self._location is None else "false",
             "properties": json.dumps(self._properties),
         }
-        if cluster_by is not None:
-            params["clusterBy"] = json.dumps(cluster_by, separators=(",", ":"))
         txn.commit(operation, params)
         if self._name is not None and lookup(self._spark, self._name) is None:
             register(self._spark, self._name, path, managed=self._location is None)
