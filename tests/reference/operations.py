@@ -63,11 +63,45 @@ def describe_error(error: BaseException) -> dict[str, Any]:
             condition = None
     if condition is None:
         condition = getattr(error, "error_class", None)
-    return {"type": type(error).__name__, "condition": condition, "message": str(error)[:3000]}
+    # our exceptions are subclasses of PySpark's (e.g. SchemaMismatchError of
+    # AnalysisException): the PySpark class is what a user catches on both sides
+    pyspark_type = next(
+        (c.__name__ for c in type(error).__mro__ if c.__module__.startswith("pyspark.")),
+        type(error).__name__,
+    )
+    return {
+        "type": type(error).__name__,
+        "pysparkType": pyspark_type,
+        "condition": condition,
+        "message": str(error)[:3000],
+    }
+
+
+def _literal(value: Any) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, str):
+        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    return repr(value)
 
 
 def _frame(spark: Any, data: dict[str, Any]) -> Any:
-    return spark.createDataFrame([tuple(r) for r in data["rows"]], schema=data["schema"])
+    """A DataFrame of the given rows and DDL schema, made by a SQL ``VALUES`` list: a local
+    relation planned in the JVM, so no Python worker is started (``createDataFrame`` on a list
+    ships the rows through one, which costs seconds per script)."""
+    from pyspark.sql.types import _parse_datatype_string
+
+    schema = _parse_datatype_string(data["schema"])
+    columns = ", ".join(
+        f"CAST(col{i + 1} AS {f.dataType.simpleString()}) AS `{f.name}`"
+        for i, f in enumerate(schema.fields)
+    )
+    if not data["rows"]:
+        return spark.sql(
+            f"SELECT {columns} FROM VALUES ({', '.join(['NULL'] * len(schema))}) WHERE false"
+        )
+    values = ", ".join("(" + ", ".join(_literal(v) for v in row) + ")" for row in data["rows"])
+    return spark.sql(f"SELECT {columns} FROM VALUES {values}")
 
 
 def _table(spark: Any, tables: ModuleType, op: Op) -> Any:
@@ -109,7 +143,8 @@ def _create(spark: Any, tables: ModuleType, op: Op) -> Any:
 
 
 def _write(spark: Any, tables: ModuleType, op: Op) -> Any:
-    writer = _frame(spark, op).write.format("delta").mode(op.get("mode", "append"))
+    writer = _frame(spark, op).write.format(op.get("format", "delta"))
+    writer = writer.mode(op.get("mode", "append"))
     if op.get("partitionBy"):
         writer = writer.partitionBy(*op["partitionBy"])
     writer.options(**op.get("options", {})).save(op["path"])

@@ -46,11 +46,13 @@ def build_session(jars: list[str], warehouse: str) -> Any:
             "spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog"
         )
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.default.parallelism", "2")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.warehouse.dir", warehouse)
         .config("spark.driver.memory", "1g")
+        .config("spark.databricks.delta.snapshotPartitions", "2")
     )
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
