@@ -39,6 +39,50 @@ if TYPE_CHECKING:
 STAGING_DIR = "_delta_staging"
 
 
+#: Spark's Parquet writer writes this field metadata as the Parquet field id
+_SPARK_FIELD_ID = "parquet.field.id"
+
+
+def _field_id_metadata(metadata: Any) -> dict[str, Any]:
+    """A column's Parquet field id under id column mapping, from its column mapping id."""
+    field_id = metadata.get("delta.columnMapping.id")
+    return {_SPARK_FIELD_ID: field_id} if isinstance(field_id, int) else {}
+
+
+def _parquet_field_ids(spark_type: Any) -> Any:
+    """``spark_type`` with each nested field's column mapping id also as its Parquet field id.
+
+    Under ``id`` column mapping readers (delta-spark among them) find a file's columns by
+    Parquet field id (PROTOCOL.md "Reader Requirements for Column Mapping"), so the data
+    files must carry them, nested fields included.
+    """
+    from pyspark.sql.types import ArrayType, MapType
+    from pyspark.sql.types import StructField as SparkField
+    from pyspark.sql.types import StructType as SparkStruct
+
+    if isinstance(spark_type, SparkStruct):
+        return SparkStruct(
+            [
+                SparkField(
+                    f.name,
+                    _parquet_field_ids(f.dataType),
+                    f.nullable,
+                    {**f.metadata, **_field_id_metadata(f.metadata)},
+                )
+                for f in spark_type.fields
+            ]
+        )
+    if isinstance(spark_type, ArrayType):
+        return ArrayType(_parquet_field_ids(spark_type.elementType), spark_type.containsNull)
+    if isinstance(spark_type, MapType):
+        return MapType(
+            _parquet_field_ids(spark_type.keyType),
+            _parquet_field_ids(spark_type.valueType),
+            spark_type.valueContainsNull,
+        )
+    return spark_type
+
+
 def _empty_binary_partitions_to_null(
     df: DataFrame, schema: StructType, partition_columns: list[str], mode: str
 ) -> DataFrame:
@@ -86,9 +130,12 @@ def write_files(
         # check has enforced them). Columns after the schema's (row tracking's materialized
         # columns) are written as they are.
         physical = to_physical_schema(schema, mode)
+        ids = _parquet_field_ids if mode == "id" else (lambda t: t)
         renamed = df.select(
             *[
-                df[f"`{f.name}`"].cast(relaxed(to_spark_type(pf.type))).alias(pf.name)
+                df[f"`{f.name}`"]
+                .cast(ids(relaxed(to_spark_type(pf.type))))
+                .alias(pf.name, metadata=_field_id_metadata(pf.metadata) if mode == "id" else {})
                 for f, pf in zip(schema.fields, physical.fields, strict=True)
             ],
             *[df[f"`{c}`"] for c in df.columns[len(schema.fields) :]],
