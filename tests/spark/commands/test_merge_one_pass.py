@@ -119,6 +119,9 @@ def test_one_pass_upsert_rewrites_only_the_files_with_matches(
         "numTargetBytesAdded": metrics["numTargetBytesAdded"],
         "numTargetBytesRemoved": metrics["numTargetBytesRemoved"],
         "numTargetChangeFilesAdded": 0,
+        "numTargetDeletionVectorsAdded": 0,
+        "numTargetDeletionVectorsRemoved": 0,
+        "numTargetDeletionVectorsUpdated": 0,
     }
     assert _parquet_on_disk(path) == _parquet_ever_added(path)
 

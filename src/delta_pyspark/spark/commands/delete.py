@@ -116,6 +116,12 @@ def execute_delete(
     if deleted is not None:  # files without stats: unknown without reading them
         metrics["numDeletedRows"] = deleted
     metrics |= rewrite.metrics(start, scan_ms)
+    # delta-spark records these on every DELETE (rewritten files drop their vectors)
+    metrics |= {
+        "numDeletionVectorsAdded": 0,
+        "numDeletionVectorsRemoved": sum(1 for r in rewrite.removes if r.get("deletionVector")),
+        "numDeletionVectorsUpdated": 0,
+    }
     if not metadata_only and rewrite.removes and records_changes(txn):
         gone = read_files(spark, snapshot, files).where(F.coalesce(cond, F.lit(False)))
         metrics["numAddedChangeFiles"] = write_changes(

@@ -58,6 +58,11 @@ class _Metrics(_MergeState):
             "numTargetBytesAdded": sum(int(a.get("size") or 0) for a in adds),
             "numTargetBytesRemoved": sum(int(r.get("size") or 0) for r in removes),
             "numTargetChangeFilesAdded": 0,
+            # delta-spark records these on every merge (a deletion-vector merge sets them)
+            "numTargetDeletionVectorsAdded": 0,
+            "numTargetDeletionVectorsRemoved": sum(1 for r in removes if r.get("deletionVector")),
+            "numTargetDeletionVectorsUpdated": 0,
+            "materializeSourceTimeMs": getattr(self, "_materialize_source_ms", 0),
             "scanTimeMs": scan_ms,
             "rewriteTimeMs": elapsed_ms(start) - scan_ms,
         }

@@ -3,6 +3,7 @@ uniqueness), whether to broadcast it, its rows by id, and freeing its checkpoint
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -49,11 +50,13 @@ class _Source(_MergeState):
         from pyspark.sql import Observation
         from pyspark.sql import functions as F
 
+        started = time.monotonic()
         observed = Observation()
         aggs = [F.count(F.lit(1)).alias("rows")]
         for i, (_, column) in enumerate(keys):
             aggs += [F.min(column).alias(f"min_{i}"), F.max(column).alias(f"max_{i}")]
         src = marked.observe(observed, *aggs).localCheckpoint(eager=True)
+        self._materialize_source_ms = int((time.monotonic() - started) * 1000)  # a metric
         names = ["rows"] + [f"{side}_{i}" for i in range(len(keys)) for side in ("min", "max")]
         row = observed_values(observed, names)
         summary = _SourceSummary(
