@@ -77,7 +77,7 @@ def test_add_and_drop(spark: Any, table: str) -> None:
     h = dt.history(1).collect()[0]
     assert (h.operation, h.operationParameters) == (
         "DROP CONSTRAINT",
-        {"name": "VALIDV", "expr": "v >= 0 AND v < 1000"},
+        {"name": "VALIDV", "expr": "v >= 0 AND v < 1000", "existed": "true"},
     )
     # once dropped, rows it forbade are accepted
     spark.createDataFrame([(50, 5000, "a")], SCHEMA).write.format("delta").mode("append").save(

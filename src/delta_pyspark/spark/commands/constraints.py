@@ -93,7 +93,9 @@ def drop_constraint(log: DeltaLog, name: str, if_exists: bool = True) -> Snapsho
     conf = {k: v for k, v in snapshot.configuration.items() if k != key}
     txn = Transaction(log, snapshot)
     txn.update_metadata(snapshot.metadata.with_changes(configuration=conf))
-    return txn.commit("DROP CONSTRAINT", {"name": name, "expr": expr})
+    # delta-spark records whether the constraint existed (always, here: IF EXISTS on a
+    # missing one commits nothing)
+    return txn.commit("DROP CONSTRAINT", {"name": name, "expr": expr, "existed": "true"})
 
 
 def _analysed_condition(df: DataFrame, name: str, expr: str) -> Column:
