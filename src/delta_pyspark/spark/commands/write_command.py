@@ -350,9 +350,11 @@ def _parameters(
             "description": metadata.description,
             "properties": json.dumps(request.table_properties),
         }
+    # delta-spark records the writer's partitionBy ("[]" for an append to a partitioned table
+    # that names none), not the table's
     return {
         "mode": mode.capitalize() if mode != "errorifexists" else "ErrorIfExists",
-        "partitionBy": json.dumps(partitions),
+        "partitionBy": json.dumps(list(request.partition_by or [])),
     }
 
 
