@@ -171,6 +171,34 @@ FEATURES = [
     ),
 ]
 FEATURE_IDS = [f.name for f in FEATURES]
+
+_LEGACY_PROTOCOL = (
+    "disagreement: delta-pyspark gives a new table the lowest legacy protocol implying the "
+    "feature ({}), which also implies features the table does not use; delta-spark 4.0.1 "
+    "creates writer version 7 listing appendOnly, invariants and the feature. Both are valid "
+    "(PROTOCOL.md Table Features) and each reads the other's (see the read tests); "
+    "delta-pyspark's choice is pinned by its own protocol tests, so changing it is a decision "
+    "for the maintainers"
+)
+#: (test, feature) -> why the two implementations disagree there (strict xfails)
+DISAGREEMENTS: dict[tuple[str, str], str] = {
+    ("test_same_detail", "columnMapping-name"): _LEGACY_PROTOCOL.format("(2, 5)"),
+    ("test_same_detail", "columnMapping-id"): _LEGACY_PROTOCOL.format("(2, 5)"),
+    ("test_same_detail", "identityColumns"): _LEGACY_PROTOCOL.format("(1, 6)"),
+    ("test_same_detail", "changeDataFeed"): _LEGACY_PROTOCOL.format("(1, 4)"),
+}
+
+
+def features_of(test: str) -> list[Any]:
+    """FEATURE_IDS with this test's known disagreements marked strict xfail."""
+    return [
+        pytest.param(f, marks=pytest.mark.xfail(strict=True, reason=DISAGREEMENTS[test, f]))
+        if (test, f) in DISAGREEMENTS
+        else f
+        for f in FEATURE_IDS
+    ]
+
+
 BY_NAME = {f.name: f for f in FEATURES}
 
 
@@ -276,13 +304,13 @@ def written(
     return get
 
 
-@pytest.mark.parametrize("feature", FEATURE_IDS)
+@pytest.mark.parametrize("feature", features_of("test_both_run_the_script"))
 def test_both_run_the_script(written: Callable[[str], Written], feature: str) -> None:
     tables = written(feature)
     assert errors(tables.steps["ours"]) == errors(tables.steps["theirs"]) == []
 
 
-@pytest.mark.parametrize("feature", FEATURE_IDS)
+@pytest.mark.parametrize("feature", features_of("test_delta_spark_reads_our_table"))
 def test_delta_spark_reads_our_table(written: Callable[[str], Written], feature: str) -> None:
     """delta-spark reads each version of our table as we do, and our change feed."""
     tables = written(feature)
@@ -290,7 +318,7 @@ def test_delta_spark_reads_our_table(written: Callable[[str], Written], feature:
     assert tables.changes.get(("theirs", "ours")) == tables.changes.get(("ours", "ours"))
 
 
-@pytest.mark.parametrize("feature", FEATURE_IDS)
+@pytest.mark.parametrize("feature", features_of("test_we_read_delta_sparks_table"))
 def test_we_read_delta_sparks_table(written: Callable[[str], Written], feature: str) -> None:
     """We read each version of delta-spark's table as it does, and its change feed."""
     tables = written(feature)
@@ -298,7 +326,7 @@ def test_we_read_delta_sparks_table(written: Callable[[str], Written], feature: 
     assert tables.changes.get(("ours", "theirs")) == tables.changes.get(("theirs", "theirs"))
 
 
-@pytest.mark.parametrize("feature", FEATURE_IDS)
+@pytest.mark.parametrize("feature", features_of("test_alternating_writers"))
 def test_alternating_writers(written: Callable[[str], Written], feature: str) -> None:
     """Every step succeeds whoever wrote the step before, and after each step the side that
     did not write it reads what the writer reads."""
@@ -307,7 +335,7 @@ def test_alternating_writers(written: Callable[[str], Written], feature: str) ->
     assert tables.reads["mixed", "other"] == tables.reads["mixed", "writer"]
 
 
-@pytest.mark.parametrize("feature", FEATURE_IDS)
+@pytest.mark.parametrize("feature", features_of("test_same_rows_at_every_version"))
 def test_same_rows_at_every_version(written: Callable[[str], Written], feature: str) -> None:
     """Our table and delta-spark's, written by the same script, hold the same rows at every
     version, and the same change feed."""
@@ -327,13 +355,13 @@ def _project(reads: list[Any], feature: str) -> list[Any]:
     return [sorted([r[: drop.start] + r[drop.stop :] for r in rows], key=repr) for rows in reads]
 
 
-@pytest.mark.parametrize("feature", FEATURE_IDS)
+@pytest.mark.parametrize("feature", features_of("test_same_history"))
 def test_same_history(written: Callable[[str], Written], feature: str) -> None:
     tables = written(feature)
     assert history_summary(tables.history["ours"]) == history_summary(tables.history["theirs"])
 
 
-@pytest.mark.parametrize("feature", FEATURE_IDS)
+@pytest.mark.parametrize("feature", features_of("test_same_detail"))
 def test_same_detail(written: Callable[[str], Written], feature: str) -> None:
     tables = written(feature)
     assert detail_summary(tables.detail["ours"]) == detail_summary(tables.detail["theirs"])
