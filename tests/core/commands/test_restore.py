@@ -86,7 +86,7 @@ def test_restore_brings_back_the_old_file_set_in_one_commit(
     lines = commit_lines(log, 4)
     info = lines[0]["commitInfo"]
     assert info["operation"] == "RESTORE"
-    assert info["operationParameters"] == {"version": "1"}
+    assert info["operationParameters"] == {"version": "1", "timestamp": None}
     assert info["operationMetrics"] == {k: str(v) for k, v in metrics.items()}
     assert info["readVersion"] == 3 and info["isBlindAppend"] is False
     adds = [x["add"] for x in lines if "add" in x]

@@ -251,7 +251,8 @@ def test_restore_to_version(spark: Any, tmp_path: Path, partitioned: bool) -> No
     assert row["num_removed_files"] == len(removed) > 0
     assert row["num_restored_files"] > 0
     (h,) = dt.history(1).collect()
-    assert h["operation"] == "RESTORE" and h["operationParameters"] == {"version": "1"}
+    assert h["operation"] == "RESTORE"
+    assert h["operationParameters"] == {"version": "1", "timestamp": None}
     assert {k: int(v) for k, v in h["operationMetrics"].items()} == {
         "tableSizeAfterRestore": row[0],
         "numOfFilesAfterRestore": row[1],

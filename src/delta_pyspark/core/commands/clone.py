@@ -21,7 +21,7 @@ features; a replaced table's protocol is never downgraded). The source's cluster
 columns (its ``delta.clustering`` domain) come along, as delta-spark copies them; a
 replaced clustered table cloned from an unclustered version keeps the feature with no
 columns, as a REPLACE without CLUSTER BY does. commitInfo records
-operation ``CLONE`` with ``source``, ``sourceVersion`` and ``isShallow`` and
+operation ``CLONE`` with ``source`` and ``sourceVersion`` (delta-spark's parameters) and
 delta-spark's metrics.
 
 Clones never reach outside the tables involved through a relative path: a source
@@ -364,7 +364,7 @@ def clone_table(
         }
         committed = txn.commit(
             "CLONE",
-            {"source": source_root, "sourceVersion": source.version, "isShallow": shallow},
+            {"source": source_root, "sourceVersion": source.version},
             metrics,
         )
     except BaseException:

@@ -200,7 +200,7 @@ def prepare_restore(
         version = resolve_version(log, current, timestamp_ms)
         parameters: dict[str, Any] = {"timestamp": timestamp_text or str(timestamp_ms)}
     else:
-        parameters = {"version": version}
+        parameters = {"version": version, "timestamp": None}  # delta-spark records both
     if version < 0 or version > current.version:
         raise VersionNotFoundError(
             f"cannot restore {current.table_root} to version {version}: the latest version "

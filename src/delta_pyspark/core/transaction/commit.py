@@ -52,8 +52,9 @@ def commit_info(
         info["inCommitTimestamp"] = in_commit_timestamp
     info["timestamp"] = now
     info["operation"] = operation
+    # a parameter without a value is JSON null, as delta-spark writes it (not the text "null")
     info["operationParameters"] = {
-        k: (v if isinstance(v, str) else _json_text(v)) for k, v in parameters.items()
+        k: (v if isinstance(v, str) or v is None else _json_text(v)) for k, v in parameters.items()
     }
     if read_version is not None and read_version >= 0:
         info["readVersion"] = read_version
