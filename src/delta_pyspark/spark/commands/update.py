@@ -133,6 +133,12 @@ def execute_update(
         "numUpdatedRows": updated,
         "numCopiedRows": rewrite.rows_written - updated,
     } | rewrite.metrics(start, scan_ms)
+    # delta-spark records these on every UPDATE (rewritten files drop their vectors)
+    metrics |= {
+        "numDeletionVectorsAdded": 0,
+        "numDeletionVectorsRemoved": sum(1 for r in rewrite.removes if r.get("deletionVector")),
+        "numDeletionVectorsUpdated": 0,
+    }
     metrics["numAddedChangeFiles"] = changes(files)
     if rewrite.removes:
         txn.remove_files(rewrite.removes)

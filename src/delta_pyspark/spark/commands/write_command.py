@@ -252,13 +252,7 @@ def write_delta(
     record_high_water_marks(txn, metadata, generated, adds)
     txn.remove_files(removes)
     txn.add_files(extra_adds + adds)
-    metrics = {
-        "numFiles": len(adds),
-        "numOutputRows": sum(json.loads(a["stats"])["numRecords"] for a in adds if a.get("stats")),
-        "numOutputBytes": sum(a["size"] for a in adds),
-    }
-    if removes:
-        metrics["numRemovedFiles"] = len(removes)
+    metrics = _write_metrics(operation, adds, removes)
     meta = user_metadata(spark, request.opt("userMetadata"))
     return commit_and_compact(spark, txn, operation, params, metrics, meta)
 
@@ -336,6 +330,23 @@ def _apply_metadata(
     if snapshot is None or protocol != snapshot.protocol:
         txn.update_protocol(protocol)
     return metadata, schema
+
+
+def _write_metrics(
+    operation: str, adds: list[dict[str, Any]], removes: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """A write's operationMetrics, with delta-spark's names for the operation."""
+    metrics = {
+        "numFiles": len(adds),
+        "numOutputRows": sum(json.loads(a["stats"])["numRecords"] for a in adds if a.get("stats")),
+        "numOutputBytes": sum(a["size"] for a in adds),
+    }
+    if removes:
+        metrics["numRemovedFiles"] = len(removes)
+    if operation == "STREAMING UPDATE":  # a micro-batch's are named as delta-spark names them
+        metrics["numAddedFiles"] = metrics.pop("numFiles")
+        metrics["numRemovedFiles"] = len(removes)
+    return metrics
 
 
 def _parameters(
