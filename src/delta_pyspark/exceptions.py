@@ -99,6 +99,12 @@ class SchemaMismatchError(DeltaAnalysisException):
     error_class = "DELTA_METADATA_MISMATCH"
 
 
+class MergeMultipleMatchesError(DeltaUnsupportedOperationException):
+    """A MERGE whose matched clause would change a target row several source rows matched."""
+
+    error_class = "DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE"
+
+
 class InvariantViolationError(DeltaError):
     """A NOT NULL column, CHECK constraint or invariant rejected a row."""
 

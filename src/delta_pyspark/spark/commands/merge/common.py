@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from delta_pyspark.exceptions import DeltaUnsupportedOperationException
+from delta_pyspark.exceptions import MergeMultipleMatchesError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -36,10 +36,10 @@ def _union(frames: list[DataFrame]) -> DataFrame:
     return out
 
 
-def _several_matches() -> DeltaUnsupportedOperationException:
+def _several_matches() -> MergeMultipleMatchesError:
     """The error of a merge whose matched clause would change a target row that several
     source rows matched."""
-    return DeltaUnsupportedOperationException(
+    return MergeMultipleMatchesError(
         "MERGE cannot decide what to do: several source rows matched the same target "
         "row and a WHEN MATCHED clause would update or delete it. Deduplicate the "
         "source on the merge keys (or tighten the merge condition) so each target "
