@@ -133,7 +133,7 @@ class CommitInfo(TypedDict, total=False):
     inCommitTimestamp: int
     timestamp: int
     operation: str
-    operationParameters: dict[str, str]
+    operationParameters: dict[str, str | None]
     readVersion: int
     isolationLevel: str
     isBlindAppend: bool

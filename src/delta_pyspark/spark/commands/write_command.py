@@ -333,7 +333,7 @@ def _apply_metadata(
 
 
 def _write_metrics(
-    operation: str, adds: list[dict[str, Any]], removes: list[dict[str, Any]]
+    operation: str, adds: list[AddFile], removes: list[RemoveFile]
 ) -> dict[str, Any]:
     """A write's operationMetrics, with delta-spark's names for the operation."""
     metrics = {
