@@ -156,7 +156,10 @@ class DeltaTable:
                     r.get("userId"),
                     r.get("userName"),
                     r.get("operation"),
-                    {k: str(v) for k, v in (r.get("operationParameters") or {}).items()},
+                    {  # a parameter without a value stays null (delta-spark's history)
+                        k: None if v is None else str(v)
+                        for k, v in (r.get("operationParameters") or {}).items()
+                    },
                     r.get("readVersion"),
                     r.get("isolationLevel"),
                     r.get("isBlindAppend"),
