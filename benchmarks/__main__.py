@@ -19,6 +19,7 @@ BENCHMARKS = {
     "catalog_commits": "benchmarks.catalog_commits",
     "streaming": "benchmarks.streaming",
     "row_tracking": "benchmarks.row_tracking",
+    "reference": "benchmarks.reference",
 }
 
 
