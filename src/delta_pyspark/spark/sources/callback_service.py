@@ -160,7 +160,6 @@ class DeltaTables:
 
     def __init__(self) -> None:
         self._relations: dict[str, _Relation] = {}
-        self._changes: dict[str, tuple[Snapshot, pa.Table, bool]] = {}
         self._pinned: OrderedDict[tuple[str, int], Snapshot] = OrderedDict()
         self._ids = itertools.count()
         self._lock = threading.RLock()
@@ -184,17 +183,8 @@ class DeltaTables:
                 self._pinned.popitem(last=False)
             return snapshot
 
-    def register_changes(self, snapshot: Snapshot, files: pa.Table, in_files: bool) -> str:
-        """A token under which ``open`` finds change files of ``snapshot``'s table (see
-        ``change_feed``): ``in_files`` when their rows carry ``_change_type``."""
-        token = secrets.token_hex(8)
-        with self._lock:
-            self._changes[token] = (snapshot, files, in_files)
-        return token
-
     def _open_changes(self, token: str) -> str:
-        with self._lock:
-            snapshot, files, in_files = self._changes.pop(token)
+        snapshot, files, in_files = change_feed.take_registered(token)
         data, parts, physical = change_feed.relation_schemas(snapshot, in_files)
         table_id = str(next(self._ids))
         extra = tuple(f.name for f in change_feed.extra_fields(in_files))
@@ -266,6 +256,9 @@ class DeltaTables:
         try:
             spark = python_session(session)
             opts = _options(options)
+            if streaming.END_OPTION in opts:  # a change feed stream's micro-batch
+                batch = streaming.change_batch(to_local_path(path), opts)
+                return java_frame(change_feed.changes_frame(spark, *batch))
             return java_frame(
                 change_feed.read_change_feed(spark, to_local_path(path), opts, timeZone)
             )

@@ -3,7 +3,8 @@
 
 The core lists the files holding the changes (``core/changes/change_data.py``); Spark reads them
 as two native Parquet relations of the ``delta`` source over fixed file lists
-(``callback_service.DeltaTables`` registers them, their files reach Spark as file statuses): the
+(``changes_frame`` registers them, ``callback_service.DeltaTables`` opens them, their files
+reach Spark as file statuses): the
 ``cdc`` files, whose rows carry ``_change_type``, and the added/removed data files. The
 literal columns (``_change_type`` of data files, ``_commit_version``, ``_commit_timestamp``)
 are partition values of those relations, one set per file, so one scan covers every
@@ -13,6 +14,8 @@ the helper's Parquet reader, as in any read.
 
 from __future__ import annotations
 
+import secrets
+import threading
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
@@ -33,6 +36,7 @@ from delta_pyspark.core.protocol.schema import LONG, STRING, TIMESTAMP, StructFi
 from delta_pyspark.core.snapshot.delta_log import DeltaLog
 from delta_pyspark.core.snapshot.snapshot import Snapshot
 from delta_pyspark.core.storage.log_store import log_store_for
+from delta_pyspark.spark.jvm.bridge import read_through_jvm
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -47,16 +51,24 @@ EXTRA_FIELDS = (
 )
 
 
+_PENDING_LOCK = threading.Lock()
+# token -> change files waiting for the ``delta`` source to open them as a relation
+_PENDING: dict[str, tuple[Snapshot, pa.Table, bool]] = {}
+
+
+def take_registered(token: str) -> tuple[Snapshot, pa.Table, bool]:
+    """The change files ``changes_frame`` registered under ``token`` (once): their table's
+    snapshot, their listing, and whether their rows carry ``_change_type``."""
+    with _PENDING_LOCK:
+        return _PENDING.pop(token)
+
+
 def read_change_feed(
     spark: SparkSession, path: str, options: dict[str, str], time_zone: str
 ) -> DataFrame:
-    """The changes of the versions ``options`` name (see ``change_data.resolve_range``), or
-    of a change feed stream's micro-batch: the table's columns (as of the last version
-    read), then ``_change_type``, ``_commit_version`` and ``_commit_timestamp``."""
-    from delta_pyspark.spark.sources import streaming
-
-    if streaming.END_OPTION in options:
-        return changes_frame(spark, *streaming.change_batch(path, options))
+    """The changes of the versions ``options`` name (see ``change_data.resolve_range``): the
+    table's columns (as of the last version read), then ``_change_type``,
+    ``_commit_version`` and ``_commit_timestamp``."""
     log = DeltaLog.for_table(path)
     versions = resolve_range(log, options, ZoneInfo(time_zone))
     files = change_files(log, versions)
@@ -66,7 +78,6 @@ def read_change_feed(
 
 def changes_frame(spark: SparkSession, snapshot: Snapshot, files: list[ChangeFile]) -> DataFrame:
     """The rows of ``files`` as changes of ``snapshot``'s table."""
-    from delta_pyspark.spark.sources.callback_service import TABLES, load
     from delta_pyspark.spark.types import to_spark_type
 
     columns = [f"`{f.name}`" for f in snapshot.schema.fields] + list(CDF_COLUMNS)
@@ -75,9 +86,12 @@ def changes_frame(spark: SparkSession, snapshot: Snapshot, files: list[ChangeFil
         chosen = [f for f in files if (f.change_type is None) == in_files]
         if chosen:
             table = change_files_table(snapshot, chosen)
-            token = TABLES.register_changes(snapshot, table, in_files)
+            token = secrets.token_hex(8)
+            with _PENDING_LOCK:
+                _PENDING[token] = (snapshot, table, in_files)
+            options = {CHANGES_OPTION: token}
             frames.append(
-                load(spark, snapshot.table_root, {CHANGES_OPTION: token}).select(*columns)
+                read_through_jvm(spark, "delta", snapshot.table_root, options).select(*columns)
             )
     if not frames:
         schema = StructType((*snapshot.schema.fields, *EXTRA_FIELDS))
