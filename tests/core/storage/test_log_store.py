@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from delta_pyspark.core.storage.log_store import LocalLogStore, log_store_for, to_local_path
-from delta_pyspark.exceptions import FileAlreadyExistsError
+from delta_pyspark.exceptions import FileAlreadyExistsError, UnsupportedStorageError
 
 WRITERS = 16
 
@@ -123,8 +123,8 @@ def test_file_uris_are_local_paths(tmp_path: Path) -> None:
 
 
 def test_unknown_scheme_is_refused() -> None:
-    with pytest.raises(NotImplementedError, match="no log store for scheme 's3'"):
-        log_store_for("s3://bucket/table")
+    with pytest.raises(UnsupportedStorageError, match="no storage for scheme 'hdfs'"):
+        log_store_for("hdfs://namenode/table")
 
 
 # ------------------------------------------------------------------ table file operations

@@ -36,8 +36,10 @@ EXPECTED = {
     ex.SchemaMismatchError: AnalysisException,
     ex.GeneratedColumnError: AnalysisException,
     ex.DeltaIllegalArgumentException: IllegalArgumentException,
+    ex.UnsupportedStorageError: IllegalArgumentException,
     ex.DeltaTypeError: PySparkTypeError,
     ex.DeltaUnsupportedOperationException: UnsupportedOperationException,
+    ex.MergeMultipleMatchesError: UnsupportedOperationException,
     ex.DeltaPlannerUnsupportedError: UnsupportedOperationException,
     ex.CorruptLogError: PySparkException,
     ex.ChecksumMismatchError: PySparkException,
@@ -194,7 +196,8 @@ def test_ambiguous_merge_is_an_unsupported_operation(spark: Any, tmp_path: Path)
             .whenMatchedUpdateAll()
             .execute()
         )
-    assert type(caught.value) is ex.DeltaUnsupportedOperationException
+    assert type(caught.value) is ex.MergeMultipleMatchesError
+    assert caught.value.getCondition() == ("DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE")
     assert DeltaLog(path).snapshot().version == 0
 
 
