@@ -20,6 +20,7 @@ BENCHMARKS = {
     "streaming": "benchmarks.streaming",
     "row_tracking": "benchmarks.row_tracking",
     "reference": "benchmarks.reference",
+    "object_store": "benchmarks.object_store",
 }
 
 

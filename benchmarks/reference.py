@@ -2,7 +2,7 @@
 
 Both sides run the same operations (``tests/reference/operations.py``) on tables of their
 own: ours in this process, delta-spark in the reference worker (``tests/reference/worker.py``,
-its jars fetched once into a cache by ``tests/reference/jars.py``). Each figure is the median
+its jars fetched once into a cache by ``tests/maven_jars.py``). Each figure is the median
 of a few runs; the ratio is ours / delta-spark (below 1: we are faster). Small sizes: this
 shows per-operation overheads, not throughput.
 """
@@ -19,12 +19,13 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "reference"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from jars import delta_spark_jars
 from operations import Op
 from runner import ReferenceRunner, run_ours
 
 from benchmarks.spark_session import bench_session
+from maven_jars import DELTA_SPARK, maven_jars
 
 SCHEMA = "id BIGINT, a INT, p STRING"
 
@@ -97,7 +98,7 @@ def main(argv: list[str] | None = None) -> None:
     options = parser.parse_args(argv)
     spark = bench_session()
     root = Path(tempfile.mkdtemp(prefix="bench-reference-"))
-    reference = ReferenceRunner(delta_spark_jars(), root / "worker")
+    reference = ReferenceRunner(maven_jars(DELTA_SPARK), root / "worker")
     sides = Sides(spark, reference, root)
     n, repeat = options.rows, options.repeat
 

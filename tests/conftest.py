@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 
 from data_paths import TESTDATA
+from maven_jars import S3A, maven_jars
+from s3_server import S3Server, running_s3_server
 
 
 @pytest.fixture(scope="session")
@@ -18,9 +20,16 @@ def testdata() -> Path:
     return TESTDATA
 
 
+@pytest.fixture(scope="session")
+def s3_server() -> Iterator[S3Server]:
+    """The local S3 server (moto), started on first use for the rest of the run."""
+    with running_s3_server() as server:
+        yield server
+
+
 # ---------------------------------------------------------------- Spark fixtures
-# One SparkSession for the whole test run (local[2], UI off, few shuffle partitions), and a
-# fixture setting session confs for one test.
+# One SparkSession for the whole test run (local[2], UI off, few shuffle partitions, Hadoop's
+# S3A connector from the jar cache), and a fixture setting session confs for one test.
 
 
 @pytest.fixture(scope="session")
@@ -41,8 +50,9 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
         .config("spark.sql.warehouse.dir", str(warehouse))
         .config("spark.driver.memory", "2g")
         .config("spark.sql.ansi.enabled", "false")
+        .config("spark.jars", ",".join(str(jar) for jar in maven_jars(S3A)))
     )
-    session = configure_spark_with_delta(builder).getOrCreate()
+    session = configure_spark_with_delta(builder, s3=True).getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()

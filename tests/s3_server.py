@@ -37,6 +37,22 @@ class S3Server:
             "AWS_REGION": "us-east-1",
         }
 
+    def s3a_settings(self, bucket: str) -> dict[str, str]:
+        """Hadoop's S3A settings reaching this server for one bucket (``spark.hadoop.`` +
+        key on a session builder, or set in a running context's Hadoop configuration)."""
+        prefix = f"fs.s3a.bucket.{bucket}."
+        return {
+            prefix + "endpoint": self.endpoint,
+            prefix + "endpoint.region": "us-east-1",
+            prefix + "path.style.access": "true",
+            prefix + "connection.ssl.enabled": "false",
+            prefix + "access.key": "test",
+            prefix + "secret.key": "test",
+            prefix + "aws.credentials.provider": (
+                "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"
+            ),
+        }
+
     def create_bucket(self, name: str) -> str:
         request = urllib.request.Request(f"{self.endpoint}/{name}", method="PUT")
         with urllib.request.urlopen(request, timeout=30) as response:

@@ -12,11 +12,14 @@ from typing import Any
 from delta_pyspark._version import __version__ as __version__
 
 
-def configure_spark_with_delta(builder: Any) -> Any:
-    """Counterpart of delta-spark's ``configure_spark_with_delta_pip``."""
+def configure_spark_with_delta(
+    builder: Any, extra_packages: list[str] | None = None, s3: bool = False
+) -> Any:
+    """Counterpart of delta-spark's ``configure_spark_with_delta_pip`` (``s3=True``: Hadoop's
+    S3A connector for ``s3a://`` and ``s3://`` tables, see ``session``)."""
     from delta_pyspark.session import configure_spark_with_delta as configure
 
-    return configure(builder)
+    return configure(builder, extra_packages, s3)
 
 
 def scan_report(df: Any) -> Any:

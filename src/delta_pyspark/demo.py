@@ -1,6 +1,7 @@
 """A guided tour: ``./dev demo`` creates a table in ./demo-table with an embedded
 local Spark and walks through write, append, read, schema enforcement, schema
-evolution, DML, time travel, deletion vectors, OPTIMIZE, RESTORE and history."""
+evolution, DML, time travel, deletion vectors, OPTIMIZE, RESTORE and history.
+``tour`` runs the same steps on any session and table location (an ``s3a://`` one too)."""
 
 from __future__ import annotations
 
@@ -8,15 +9,17 @@ import os
 import shutil
 import sys
 import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 def main() -> int:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
-    from delta_pyspark import configure_spark_with_delta, scan_report
-    from delta_pyspark.exceptions import SchemaMismatchError
-    from delta_pyspark.tables import DeltaTable
+    from delta_pyspark import configure_spark_with_delta
 
     path = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "demo-table")
     shutil.rmtree(path, ignore_errors=True)
@@ -29,6 +32,17 @@ def main() -> int:
     )
     spark = configure_spark_with_delta(builder).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
+    tour(spark, path)
+    spark.stop()
+    print(f"done: inspect it without Spark with  .venv/bin/delta-pyspark describe {path}")
+    return 0
+
+
+def tour(spark: SparkSession, path: str) -> None:
+    """The demo's steps on a new table at ``path``, printing what each one shows."""
+    from delta_pyspark import scan_report
+    from delta_pyspark.exceptions import SchemaMismatchError
+    from delta_pyspark.tables import DeltaTable
 
     def step(title: str) -> None:
         print(f"\n=== {title}")
@@ -110,9 +124,6 @@ def main() -> int:
     DeltaTable.forPath(spark, path).history().select(
         "version", "operation", "operationParameters", "operationMetrics"
     ).show(truncate=60)
-    spark.stop()
-    print(f"done: inspect it without Spark with  .venv/bin/delta-pyspark describe {path}")
-    return 0
 
 
 if __name__ == "__main__":

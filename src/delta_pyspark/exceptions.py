@@ -89,6 +89,17 @@ class UnsupportedStorageError(DeltaIllegalArgumentException):
     """A table path whose storage scheme delta-pyspark has no implementation for."""
 
 
+class StorageAccessError(DeltaError, OSError):
+    """Storage refused or failed a request its retries could not get through (credentials,
+    permissions, network, a store without conditional writes)."""
+
+
+class VacuumLiteUnavailableError(DeltaError):
+    """VACUUM LITE cannot name every file to delete: commits it needs are gone from the log."""
+
+    error_class = "DELTA_CANNOT_VACUUM_LITE"
+
+
 class FileAlreadyExistsError(DeltaError):
     """Put-if-absent lost: another writer created the file first."""
 

@@ -12,6 +12,7 @@ Delta's SQL statements (``sql``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from pyspark.sql import SparkSession
@@ -20,9 +21,17 @@ from delta_pyspark import sql
 from delta_pyspark.exceptions import DeltaIllegalArgumentException
 from delta_pyspark.spark.conf import SESSION_DEFAULTS
 from delta_pyspark.spark.jvm.bridge import check_not_connect
-from delta_pyspark.spark.jvm.helper_jar import check_spark_version, with_extension_jar
+from delta_pyspark.spark.jvm.helper_jar import (
+    check_spark_version,
+    hadoop_version,
+    with_extension_jar,
+)
 from delta_pyspark.spark.sources.activation import install, when_enabled
 from delta_pyspark.spark.sources.callback_service import EXTENSIONS
+
+#: Hadoop's S3A connector (its version must be PySpark's Hadoop release)
+HADOOP_AWS = "org.apache.hadoop:hadoop-aws"
+S3A_FILE_SYSTEM = "org.apache.hadoop.fs.s3a.S3AFileSystem"
 
 # delta-spark's session settings name JVM classes of its jar, which is not on the classpath
 # here: Spark would fail later with "Cannot find catalog plugin class" or skip the extension.
@@ -32,14 +41,31 @@ DELTA_SPARK_CONFS = {
 }
 
 
-def configure_spark_with_delta(builder: SparkSession.Builder) -> SparkSession.Builder:
-    """Counterpart of delta-spark's ``configure_spark_with_delta_pip``."""
+def configure_spark_with_delta(
+    builder: SparkSession.Builder,
+    extra_packages: Sequence[str] | None = None,
+    s3: bool = False,
+) -> SparkSession.Builder:
+    """Counterpart of delta-spark's ``configure_spark_with_delta_pip``: ``extra_packages``
+    are Maven coordinates added to ``spark.jars.packages``. ``s3=True`` puts Hadoop's S3A
+    connector on the classpath (``hadoop-aws`` of PySpark's Hadoop release, with its AWS SDK,
+    from Maven Central; unless ``spark.jars`` already holds a ``hadoop-aws`` jar) and lets
+    ``s3://`` paths use it as ``s3a://`` ones do."""
     options = getattr(builder, "_options", {})
     check_spark_version()
     check_not_connect(options)
     _refuse_delta_spark_confs(options)
     for key, value in SESSION_DEFAULTS.items():
         builder = builder.config(key, value)
+    packages = [p for p in str(options.get("spark.jars.packages") or "").split(",") if p]
+    packages += [p for p in extra_packages or () if p not in packages]
+    if s3:
+        jars = str(options.get("spark.jars") or "")
+        if "hadoop-aws-" not in jars:
+            packages.append(f"{HADOOP_AWS}:{hadoop_version()}")
+        builder = builder.config("spark.hadoop.fs.s3.impl", S3A_FILE_SYSTEM)
+    if packages:
+        builder = builder.config("spark.jars.packages", ",".join(packages))
     builder = builder.config("spark.jars", with_extension_jar(options.get("spark.jars")))
     extensions = [e for e in (options.get("spark.sql.extensions") or "").split(",") if e]
     if EXTENSIONS not in extensions:

@@ -262,8 +262,14 @@ class DeltaTable:
 
         return execute_purge(self._spark, self._log, condition)
 
-    def vacuum(self, retentionHours: float | None = None, dryRun: bool = False) -> DataFrame:
+    def vacuum(
+        self, retentionHours: float | None = None, dryRun: bool = False, *, lite: bool | None = None
+    ) -> DataFrame:
         """Delete files no version within the retention period references.
+
+        ``lite=True`` is SQL's ``VACUUM ... LITE``: only files the log removed, found without
+        listing the table (``lite=False``: FULL; None: the session's
+        ``spark.databricks.delta.vacuum.lite.enabled``, default false).
 
         Refuses, deleting nothing, with a ``CorruptLogError`` when the log does not describe
         the files on disk (a damaged log, a disagreeing ``.crc``, a live file missing): the
@@ -275,7 +281,11 @@ class DeltaTable:
 
         hours = None if retentionHours is None else _hours(retentionHours)
         return execute_vacuum(
-            self._spark, self._log, hours, dry_run=args.check_bool(dryRun, "dryRun")
+            self._spark,
+            self._log,
+            hours,
+            dry_run=args.check_bool(dryRun, "dryRun"),
+            lite=None if lite is None else args.check_bool(lite, "lite"),
         )
 
     def restoreToVersion(self, version: int) -> DataFrame:

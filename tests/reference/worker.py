@@ -11,11 +11,11 @@ protocol is written to a duplicate of the original stdout; fd 1 itself is pointe
 stderr, so nothing Spark or the JVM prints can corrupt the protocol.
 
 The session is delta-spark's documented set-up (its SQL extension and catalog, jars from
-``jars.py`` passed as arguments) on ``local[2]`` with the UI off, two shuffle partitions and
-the UTC session time zone, no console progress bars, and delta-spark's log replay in two
-partitions instead of 50 (``spark.databricks.delta.snapshotPartitions``: a tuning knob, the
-50 tasks per snapshot of a tiny table dominated each read); everything else is Spark's and
-delta-spark's default (ANSI mode on).
+``tests/maven_jars.py`` passed as arguments) on ``local[2]`` with the UI off, two shuffle
+partitions and the UTC session time zone, no console progress bars, and delta-spark's log
+replay in two partitions instead of 50 (``spark.databricks.delta.snapshotPartitions``: a
+tuning knob, the 50 tasks per snapshot of a tiny table dominated each read); everything else
+is Spark's and delta-spark's default (ANSI mode on).
 
 Usage: ``python worker.py JARS WAREHOUSE`` (JARS joined with ``os.pathsep``).
 """

@@ -47,6 +47,8 @@ AUTO_COMPACT_MIN_NUM_FILES_CONF = "spark.databricks.delta.autoCompact.minNumFile
 # VACUUM and DROP FEATURE
 VACUUM_PARALLEL_DELETE_CONF = "spark.databricks.delta.vacuum.parallelDelete.enabled"
 VACUUM_PARALLELISM_CONF = "spark.databricks.delta.vacuum.parallelDelete.parallelism"
+#: VACUUM without LITE or FULL runs LITE when true (delta-spark's default: false)
+VACUUM_LITE_CONF = "spark.databricks.delta.vacuum.lite.enabled"
 FAST_DROP_FEATURE_CONF = "spark.databricks.delta.tableFeatures.fastDropFeature.enabled"
 
 # catalog-managed tables (``delta_pyspark.use_catalog``)

@@ -122,18 +122,23 @@ def vacuum(p: StatementParser) -> Statement:
     table = p.table()
     hours: float | None = None
     dry_run = False
+    lite: bool | None = None
     while not p.done() and not p.at(";"):
-        if p.accept("RETAIN"):
+        if p.accept("LITE"):
+            lite = True
+        elif p.accept("FULL"):
+            lite = False
+        elif p.accept("RETAIN"):
             hours = float(p.literal("a number of hours after RETAIN"))
             p.expect("HOURS", what="HOURS after the retention")
         elif p.accept("DRY", "RUN"):
             dry_run = True
         else:
-            p.fail("RETAIN <n> HOURS or DRY RUN")
+            p.fail("LITE, FULL, RETAIN <n> HOURS or DRY RUN")
     p.end()
 
     def run(spark: SparkSession, path: str) -> DataFrame:
-        result = DeltaTable(spark, path).vacuum(hours, dryRun=dry_run)
+        result = DeltaTable(spark, path).vacuum(hours, dryRun=dry_run, lite=lite)
         if dry_run:
             return result
         # delta-spark's SQL VACUUM answers the table's path once the files are deleted.

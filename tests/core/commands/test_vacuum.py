@@ -83,7 +83,7 @@ def test_table_retention_property_sets_the_default(tmp_path: Path) -> None:
     remove(log, a["path"], days_ago=1)
     age_all(tmp_path)
     result = vacuum(log)
-    assert result.plan.retention_ms == 2 * 3_600_000
+    assert result.plan.window.retention_ms == 2 * 3_600_000
     assert not (tmp_path / a["path"]).exists()
     vacuum(log, 3)  # longer than the table's retention: allowed with the check on
 

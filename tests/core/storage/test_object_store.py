@@ -28,21 +28,16 @@ from delta_pyspark.exceptions import (
     DeltaError,
     DeltaIllegalArgumentException,
     FileAlreadyExistsError,
+    StorageAccessError,
     UnsupportedStorageError,
 )
-from s3_server import S3Server, running_s3_server
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[S3Server]:
-    with running_s3_server() as s3:
-        yield s3
+from s3_server import S3Server
 
 
 @pytest.fixture
-def bucket(server: S3Server) -> Iterator[str]:
-    name = server.create_bucket(f"b-{uuid.uuid4().hex[:12]}")
-    configure_storage(f"s3://{name}", server.storage_options())
+def bucket(s3_server: S3Server) -> Iterator[str]:
+    name = s3_server.create_bucket(f"b-{uuid.uuid4().hex[:12]}")
+    configure_storage(f"s3://{name}", s3_server.storage_options())
     yield name
     configure_storage(f"s3://{name}", None)
 
@@ -170,12 +165,12 @@ def test_concurrent_writers_commit_contiguous_versions_and_lose_nothing(bucket: 
     assert snapshot.version == 20 and snapshot.files.num_rows == 20
 
 
-def test_delta_rs_reads_our_s3_table_and_we_read_its(bucket: str, server: S3Server) -> None:
+def test_delta_rs_reads_our_s3_table_and_we_read_its(bucket: str, s3_server: S3Server) -> None:
     ours = f"s3://{bucket}/ours"
     create_table(DeltaLog(ours), SCHEMA, ["part"])
     _append(DeltaLog(ours), _write_data(ours, [1, 2], "a"))
     _append(DeltaLog(ours), _write_data(ours, [3], "b"))
-    options = server.storage_options()
+    options = s3_server.storage_options()
     for version, expected in [(1, [1, 2]), (2, [1, 2, 3])]:
         table = deltalake.DeltaTable(ours, storage_options=options, version=version)
         assert sorted(table.to_pyarrow_table().column("id").to_pylist()) == expected
@@ -198,3 +193,54 @@ def test_a_scheme_without_storage_is_refused_by_name() -> None:
         DeltaLog("hdfs://namenode/t").snapshot()
     assert isinstance(caught.value, DeltaIllegalArgumentException)
     assert isinstance(caught.value, DeltaError)
+
+
+def test_a_store_failure_is_a_typed_error_that_changes_nothing(
+    bucket: str, s3_server: S3Server
+) -> None:
+    missing = f"s3://no-such-{uuid.uuid4().hex[:8]}"
+    configure_storage(missing, s3_server.storage_options())
+    try:
+        store = log_store_for(f"{missing}/t/_delta_log/00000000000000000000.json")
+        with pytest.raises(StorageAccessError, match="bucket does not exist") as caught:
+            store.write_if_absent(f"{missing}/t/_delta_log/00000000000000000000.json", b"{}")
+        assert isinstance(caught.value, DeltaError) and isinstance(caught.value, OSError)
+        assert "test" not in str(caught.value).replace(s3_server.endpoint, "")  # no secret
+    finally:
+        configure_storage(missing, None)
+
+
+def test_a_store_without_conditional_writes_cannot_commit(
+    bucket: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import obstore
+    from obstore.exceptions import NotSupportedError
+
+    def put(*args: Any, **kwargs: Any) -> None:
+        if kwargs.get("mode") == "create":
+            raise NotSupportedError("conditional put is not implemented")
+
+    monkeypatch.setattr(obstore, "put", put)
+    path = f"s3://{bucket}/t/_delta_log/00000000000000000000.json"
+    with pytest.raises(StorageAccessError, match="does not support conditional writes"):
+        log_store_for(path).write_if_absent(path, b"{}")
+
+
+@pytest.mark.parametrize("columns", [1, 3000], ids=["small-footer", "footer-over-64KiB"])
+def test_a_data_files_footer_is_read_from_its_tail(bucket: str, columns: int) -> None:
+    rows = 50_000 if columns == 1 else 3
+    table = pa.table({f"c{i}": pa.array(range(rows), pa.int64()) for i in range(columns)})
+    sink = io.BytesIO()
+    pq.write_table(table, sink)
+    data = sink.getvalue()
+    path = f"s3://{bucket}/t/part-0.parquet"
+    store = log_store_for(path)
+    store.write(path, data)
+    footer = store.read_footer(path)
+    expected = pq.read_metadata(pa.BufferReader(data))
+    assert len(data) > 64 << 10
+    assert (expected.serialized_size > 64 << 10) == (columns > 1)
+    assert (footer.num_rows, footer.num_columns) == (rows, columns)
+    assert footer.row_group(0).column(0).statistics == expected.row_group(0).column(0).statistics
+    with store.open_input(path) as whole:
+        assert pq.read_table(whole).equals(table)

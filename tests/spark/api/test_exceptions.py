@@ -46,6 +46,8 @@ EXPECTED = {
     ex.UnsupportedTableFeatureError: PySparkException,
     ex.DeltaJvmExtensionError: PySparkException,
     ex.FileAlreadyExistsError: PySparkException,
+    ex.StorageAccessError: PySparkException,
+    ex.VacuumLiteUnavailableError: PySparkException,
     ex.InvariantViolationError: PySparkException,
     ex.DeltaConcurrentModificationException: PySparkException,
     ex.ConcurrentAppendException: PySparkException,

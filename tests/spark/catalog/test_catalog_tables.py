@@ -187,6 +187,7 @@ spark.stop()
 """
 
 
+@pytest.mark.long  # a metastore restarted in a new process: CI's second step
 def test_tables_survive_a_restart_in_the_hive_metastore(tmp_path: Path) -> None:
     """With Hive support, the session catalog is the Hive metastore (Derby here): tables
     created by name are found by a new process."""

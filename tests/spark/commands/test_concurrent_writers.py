@@ -196,6 +196,7 @@ def test_threads_in_one_application_append_concurrently(
     _check_table(spark, path, [(w, r) for w in writers for r in range(THREAD_ROUNDS)], partitioned)
 
 
+@pytest.mark.long  # processes racing: CI's second step
 def test_processes_and_threads_append_concurrently(
     spark: Any, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

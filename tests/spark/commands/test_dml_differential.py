@@ -34,7 +34,9 @@ import deltalake
 import pyarrow as pa
 import pytest
 
+from delta_pyspark.core.storage.log_store import log_store_for
 from delta_pyspark.tables import DeltaTable
+from s3_server import S3Server
 
 SCHEMA = pa.schema(
     [
@@ -389,17 +391,19 @@ def _diff(left: list[tuple[Any, ...]], right: list[tuple[Any, ...]]) -> str:
 
 def _vectors_written(path: str) -> int:
     """How many add actions in the whole log carry a deletion vector."""
-    log = Path(path) / "_delta_log"
-    lines = [line for f in sorted(log.glob("*.json")) for line in f.read_text().splitlines()]
+    store = log_store_for(path)
+    commits = [s.path for s in store.list_from(f"{path}/_delta_log") if s.name.endswith(".json")]
+    lines = [line for c in commits for line in store.read(c).decode().splitlines()]
     return sum(1 for line in lines if line.startswith('{"add"') and '"deletionVector"' in line)
 
 
 def _setup(
-    spark: Any, tmp: Path, initial: pa.Table, files: int = 3, dv: bool = False
+    spark: Any, base: str, initial: pa.Table, files: int = 3, dv: bool = False
 ) -> tuple[str, str]:
-    """The same rows written by each engine (here ``files`` Spark tasks per write);
-    with ``dv`` our table has deletion vectors enabled (delta-rs' copy does not)."""
-    ours, theirs = str(tmp / "ours"), str(tmp / "theirs")
+    """The same rows written by each engine under ``base`` (a directory or bucket URL;
+    here ``files`` Spark tasks per write); with ``dv`` our table has deletion vectors
+    enabled (delta-rs' copy does not)."""
+    ours, theirs = f"{base}/ours", f"{base}/theirs"
     df = spark.createDataFrame(initial).repartition(files)
     writer = df.write.format("delta").partitionBy("p")
     if dv:
@@ -422,10 +426,10 @@ def _check(
 
 
 def _replay(
-    spark: Any, tmp: Path, initial: pa.Table, ops: list[Op], files: int = 3, dv: bool = False
+    spark: Any, base: str, initial: pa.Table, ops: list[Op], files: int = 3, dv: bool = False
 ) -> None:
     """Apply ``ops`` to both engines from ``initial``, checking after every one."""
-    ours, theirs = _setup(spark, tmp, initial, files, dv)
+    ours, theirs = _setup(spark, base, initial, files, dv)
     _check(spark, ours, theirs, "the initial write", dv)
     for i, op in enumerate(ops):
         context = f"op {i}: {op!r}"
@@ -442,9 +446,24 @@ def test_random_dml_sequence_matches_delta_rs(
     spark: Any, tmp_path: Path, seed: int, dv: bool
 ) -> None:
     """With ``dv`` our DML marks rows in deletion vectors while delta-rs copies on write."""
+    _random_sequence(spark, str(tmp_path), seed, dv)
+
+
+@pytest.mark.long  # one more eight-operation sequence, on S3: CI's second step
+def test_random_dml_sequence_matches_delta_rs_on_s3(
+    spark: Any, s3a_bucket: str, s3_server: S3Server, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same on S3: our tables through Spark's S3A connector and the object-store log,
+    delta-rs' by the ``AWS_*`` environment it reads."""
+    for key, value in s3_server.storage_options().items():
+        monkeypatch.setenv(key, value)
+    _random_sequence(spark, f"s3a://{s3a_bucket}", DV_SEEDS[0], dv=True)
+
+
+def _random_sequence(spark: Any, base: str, seed: int, dv: bool) -> None:
     rng = random.Random(seed)
     initial = _initial(rng)
-    ours, theirs = _setup(spark, tmp_path, initial, dv=dv)
+    ours, theirs = _setup(spark, base, initial, dv=dv)
     rows = _check(spark, ours, theirs, "the initial write", dv)
     next_id = 10_000
     applied: list[Op] = []
@@ -548,7 +567,7 @@ CASES = [
 def test_chosen_dml_cases_match_delta_rs(
     spark: Any, tmp_path: Path, ops: list[Op], dv: bool
 ) -> None:
-    _replay(spark, tmp_path, _table(SMALL), ops, files=1, dv=dv)
+    _replay(spark, str(tmp_path), _table(SMALL), ops, files=1, dv=dv)
 
 
 def test_source_alias_named_like_a_target_struct_column(spark: Any, tmp_path: Path) -> None:

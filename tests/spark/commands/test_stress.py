@@ -16,7 +16,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from delta_pyspark.core.snapshot.delta_log import DeltaLog
+
+# a stress run of racing processes: CI's second step
+pytestmark = pytest.mark.long
 
 WORKERS = 3
 OPS = 4

@@ -34,6 +34,9 @@ from delta_pyspark.core.snapshot.delta_log import DeltaLog
 from delta_pyspark.exceptions import DeltaError
 from delta_pyspark.tables import DeltaTable
 
+# hundreds of damaged logs: CI's second step
+pytestmark = pytest.mark.long
+
 MUTATIONS = int(os.environ.get("DELTA_FUZZ_MUTATIONS", "200"))
 SEED = int(os.environ.get("DELTA_FUZZ_SEED", "20261123"))
 HOSTILE_VALUES: list[Any] = [

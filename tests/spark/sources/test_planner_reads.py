@@ -18,6 +18,7 @@ from delta_pyspark.exceptions import (
     DeltaSchemaChangedError,
     DeltaTableNotFoundError,
 )
+from delta_pyspark.spark.files.scan import DeltaFileNotFoundError
 from delta_pyspark.tables import DeltaTable
 
 SPECIAL = TESTDATA / "delta-rs" / "delta-0.8.0-special-partition"
@@ -272,3 +273,22 @@ def test_column_mapped_table_with_deletion_vectors(spark: Any, tmp_path: Path) -
 def test_a_missing_table_is_a_clear_error(spark: Any, tmp_path: Path) -> None:
     with pytest.raises(DeltaTableNotFoundError, match="not a Delta table"):
         spark.sql(f"SELECT * FROM delta.`{tmp_path}/nothing`").collect()
+
+
+def test_a_data_file_missing_from_storage_is_a_typed_error(spark: Any, tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    spark.range(0, 10).repartition(2).write.format("delta").save(path)
+    gone = sorted(tmp_path.glob("t/*.parquet"))[0]
+    gone.unlink()
+    with pytest.raises(DeltaFileNotFoundError, match=gone.name) as caught:
+        spark.read.format("delta").load(path).collect()
+    assert isinstance(caught.value, FileNotFoundError)
+    assert str(tmp_path / "t") in str(caught.value)
+    # a plain Parquet directory's missing file stays Spark's own error
+    spark.range(0, 4).repartition(2).write.parquet(str(tmp_path / "plain"))
+    df = spark.read.parquet(str(tmp_path / "plain"))
+    sorted(tmp_path.glob("plain/*.parquet"))[0].unlink()
+    with pytest.raises(Exception) as plain:
+        df.collect()
+    assert not isinstance(plain.value, DeltaFileNotFoundError)
+    assert "FILE_NOT_EXIST" in str(plain.value)

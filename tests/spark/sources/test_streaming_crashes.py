@@ -12,7 +12,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from delta_pyspark.core.snapshot.delta_log import DeltaLog
+
+# crash runs (kills and restarts of stream processes): CI's second step
+pytestmark = pytest.mark.long
 
 KILLS = 4
 FILES = 40

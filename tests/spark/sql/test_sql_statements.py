@@ -237,6 +237,7 @@ def test_unknown_columns_fail_and_change_nothing(spark: Any, table: Table) -> No
     ("statement", "expected"),
     [
         ("VACUUM {t} RETAIN HOURS", "expected a number of hours after RETAIN"),
+        ("VACUUM {t} QUICK", "expected LITE, FULL, RETAIN <n> HOURS or DRY RUN"),
         ("DESCRIBE HISTORY {t} LIMIT x", "expected a row count after LIMIT"),
         ("MERGE INTO {t} USING {t} s ON s.id = 1", "expected at least one WHEN"),
         ("MERGE INTO {t} x USING {t} s ON x.id = s.id WHEN MATCHED THEN INSERT *",
@@ -320,6 +321,26 @@ def test_vacuum_dry_run_then_vacuum(spark: Any, table: Table, conf: Any) -> None
     assert [r.path for r in result] == [DeltaLog(table.path).table_root]
     assert not any(os.path.exists(f) for f in old_files)
     assert _operations(spark, table.ref)[-2:] == ["VACUUM START", "VACUUM END"]
+
+
+def test_vacuum_lite_and_full(spark: Any, table: Table, conf: Any) -> None:
+    conf("spark.databricks.delta.retentionDurationCheck.enabled", "false")
+    root = DeltaLog(table.path).table_root
+    old_files = {
+        os.path.join(root, p)
+        for p in DeltaLog(table.path).snapshot().files.column("path").to_pylist()
+    }
+    orphan = os.path.join(root, "failed-write.parquet")
+    with open(orphan, "wb") as f:
+        f.write(b"no commit names me")
+    os.utime(orphan, (0, 0))
+    spark.sql(f"DELETE FROM {table.ref}")
+    lite = spark.sql(f"VACUUM {table.ref} LITE RETAIN 0 HOURS DRY RUN").collect()
+    assert {r.path for r in lite} == old_files  # what the log removed, not the orphan
+    spark.sql(f"VACUUM {table.ref} RETAIN 0 HOURS LITE").collect()  # modifiers in any order
+    assert not any(os.path.exists(f) for f in old_files) and os.path.exists(orphan)
+    spark.sql(f"VACUUM {table.ref} FULL RETAIN 0 HOURS").collect()
+    assert not os.path.exists(orphan)
 
 
 def test_restore_to_version_and_timestamp(spark: Any, table: Table) -> None:

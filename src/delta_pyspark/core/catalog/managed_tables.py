@@ -30,7 +30,7 @@ from delta_pyspark.core.log.segment import commit_name, log_dir_of
 from delta_pyspark.core.protocol.schema import parse_schema_string
 from delta_pyspark.core.protocol.table_features import protocol_for, with_features
 from delta_pyspark.core.protocol.table_properties import is_protocol_key
-from delta_pyspark.core.snapshot.delta_log import DeltaLog, normalise_root
+from delta_pyspark.core.snapshot.delta_log import DeltaLog
 from delta_pyspark.core.snapshot.snapshot import Snapshot
 from delta_pyspark.core.storage.commit_coordinator import (
     STAGED_COMMITS_DIR,
@@ -38,7 +38,8 @@ from delta_pyspark.core.storage.commit_coordinator import (
     RatifiedCommits,
     staged_commit_name,
 )
-from delta_pyspark.core.storage.log_store import LogStore, log_store_for, to_local_path
+from delta_pyspark.core.storage.locations import normalise
+from delta_pyspark.core.storage.log_store import LogStore, log_store_for
 from delta_pyspark.core.transaction.optimistic_transaction import Transaction
 from delta_pyspark.core.transaction.table_definition import create_table
 from delta_pyspark.exceptions import (
@@ -346,9 +347,9 @@ class Catalog:
     def coordinator_for(self, location: str) -> CatalogCommitter | None:
         """The committer of the catalog-managed table at ``location`` (None: none there), for
         ``delta_log.set_coordinator_resolver``."""
-        root = normalise_root(to_local_path(location))
+        root = normalise(location)
         for entry in self.tables():
-            if entry.catalog_managed and normalise_root(to_local_path(entry.location)) == root:
+            if entry.catalog_managed and normalise(entry.location) == root:
                 return self.committer(entry.name)
         return None
 

@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from datetime import tzinfo
 from typing import Any
 
-import pyarrow.parquet as pq
 from pyroaring import BitMap64
 
 from delta_pyspark.core.log.commit_actions import CommitActions, parse_actions
@@ -97,7 +96,7 @@ class ChangeFile:
         kept = _read(self.keep[0], table_root, store) - _read(self.keep[1], table_root, store)
         rows = self.num_records
         if rows is None:
-            rows = pq.read_metadata(resolve_path(table_root, self.path)).num_rows
+            rows = store.read_footer(resolve_path(table_root, self.path)).num_rows
         everything = BitMap64()
         everything.add_range(0, rows)
         return everything - kept

@@ -43,14 +43,13 @@ entry and the files it copied.
 from __future__ import annotations
 
 import logging
-import os
 import re
 import uuid
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Literal
-from urllib.parse import quote
+from urllib.parse import quote, urlparse
 
 from delta_pyspark.core.commands.clone_registry import register_shallow_clone
 from delta_pyspark.core.commands.clustering import DOMAIN as CLUSTERING_DOMAIN
@@ -59,9 +58,7 @@ from delta_pyspark.core.commands.restore import merge_protocols
 from delta_pyspark.core.log.logical_files import action_key, file_keys
 from delta_pyspark.core.log.table_paths import (
     dv_file_path,
-    is_inside,
     is_relative,
-    local_root,
     relative_dv,
     resolve_path,
 )
@@ -70,12 +67,22 @@ from delta_pyspark.core.protocol.deletion_vectors import DeletionVectorDescripto
 from delta_pyspark.core.protocol.table_features import protocol_for
 from delta_pyspark.core.snapshot.delta_log import DeltaLog
 from delta_pyspark.core.snapshot.snapshot import Snapshot
-from delta_pyspark.core.storage.log_store import LogStore, to_local_path
+from delta_pyspark.core.storage.locations import (
+    is_inside,
+    is_local,
+    join,
+    name,
+    normalise,
+    parent,
+    relative_to,
+)
+from delta_pyspark.core.storage.log_store import LogStore
 from delta_pyspark.core.transaction.optimistic_transaction import Transaction
 from delta_pyspark.core.transaction.table_definition import table_metadata
 from delta_pyspark.exceptions import (
     DeltaAnalysisException,
     DeltaUnsupportedOperationException,
+    FileAlreadyExistsError,
 )
 
 _logger = logging.getLogger(__name__)
@@ -93,9 +100,13 @@ _DROPPED_ADD_FIELDS: tuple[Literal["baseRowId", "defaultRowCommitVersion"], ...]
 )
 
 
-def file_uri(local_path: str) -> str:
-    """``file:///...`` URI (percent-encoded) of a local absolute path."""
-    return "file://" + quote(os.path.normpath(local_path), safe=_URI_SAFE)
+def file_uri(location: str) -> str:
+    """The absolute, percent-encoded URI of a normalised location: ``file:///...`` for a
+    local path, the URL itself (path encoded) on an object store."""
+    if is_local(location):
+        return "file://" + quote(location, safe=_URI_SAFE)
+    parsed = urlparse(location)
+    return f"{parsed.scheme}://{parsed.netloc}" + quote(parsed.path, safe=_URI_SAFE)
 
 
 def _log_path(relative: str) -> str:
@@ -107,7 +118,7 @@ def _log_path(relative: str) -> str:
 
 def shallow_adds(source: Snapshot) -> list[AddFile]:
     """The source's files as adds that resolve from any table root."""
-    root = local_root(source.table_root)
+    root = normalise(source.table_root)
     adds = add_actions(source.files, data_change=True)
     for add in adds:
         for key in _DROPPED_ADD_FIELDS:
@@ -132,13 +143,22 @@ class _Copier:
 
     store: LogStore
     target_root: str
+    source_store: LogStore
     created: list[str] = field(default_factory=list)
     checked_dirs: set[str] = field(default_factory=set)
 
     def copy(self, src: str, dest: str) -> bool:
         """Copy ``src`` to ``dest`` unless ``dest`` exists (then False, nothing written)."""
-        self._check_inside(os.path.dirname(dest))  # before creating anything
-        if not self.store.copy_if_absent(src, dest):
+        self._check_inside(parent(dest))  # before creating anything
+        if self.source_store is self.store:
+            copied = self.store.copy_if_absent(src, dest)
+        else:  # between stores the bytes pass through this process
+            try:
+                self.store.write_if_absent(dest, self.source_store.read(src))
+                copied = True
+            except FileAlreadyExistsError:
+                copied = False
+        if not copied:
             return False
         self.created.append(dest)
         return True
@@ -164,17 +184,18 @@ class _Copier:
 def _relative_target(root: str, local: str, partitions: int) -> str:
     """Where a source data file goes under the target: same relative path if it lives
     under the source root, else its partition directories (if any) and its name."""
-    if local.startswith(root + os.sep):
-        return os.path.relpath(local, root)
-    segments = local.split(os.sep)
+    if is_inside(root, local):
+        return relative_to(local, root)
+    segments = local.split("/")
     keep = [s for s in segments[-1 - partitions : -1] if "=" in s] if partitions else []
-    return os.path.join(*keep, segments[-1])
+    return "/".join([*keep, segments[-1]])
 
 
 def _fresh_name(relative: str) -> str:
-    directory, name = os.path.split(relative)
-    stem, dot, ext = name.partition(".")
-    return os.path.join(directory, f"{stem}-{uuid.uuid4().hex[:12]}{dot}{ext}")
+    directory, _, file_name = relative.rpartition("/")
+    stem, dot, ext = file_name.partition(".")
+    fresh = f"{stem}-{uuid.uuid4().hex[:12]}{dot}{ext}"
+    return f"{directory}/{fresh}" if directory else fresh
 
 
 def _is_absolute(log_path: str) -> bool:
@@ -206,9 +227,9 @@ def deep_adds(
     source: Snapshot, target_root: str, copier: _Copier, parallelism: int = 8
 ) -> list[AddFile]:
     """Copy the source's data and DV files into ``target_root``; their adds."""
-    root = local_root(source.table_root)
+    root = normalise(source.table_root)
     adds = add_actions(source.files, data_change=True)
-    _check_no_link_out(copier.store, root, adds)
+    _check_no_link_out(copier.source_store, root, adds)
     parts = len(source.partition_columns)
     dv_jobs: dict[str, tuple[str, str]] = {}  # source DV file -> (prefix, file uuid)
     for add in adds:
@@ -218,13 +239,13 @@ def deep_adds(
         if src is not None and src not in dv_jobs:
             desc = DeletionVectorDescriptor.from_dict(add["deletionVector"])
             prefix = desc.path_or_inline_dv[:-_Z85_UUID_CHARS] if desc.storage_type == "u" else ""
-            m = _DV_NAME.match(os.path.basename(src))
+            m = _DV_NAME.match(name(src))
             dv_jobs[src] = (prefix, m.group(1) if m else str(uuid.uuid4()))
 
     def copy_dv(src: str) -> tuple[str, str]:
         prefix, file_id = dv_jobs[src]
         while not copier.copy(
-            src, os.path.join(target_root, prefix, f"deletion_vector_{file_id}.bin")
+            src, join(target_root, f"{prefix}/deletion_vector_{file_id}.bin".lstrip("/"))
         ):
             file_id = str(uuid.uuid4())
         return src, prefix + z85_encode(uuid.UUID(file_id).bytes)
@@ -234,10 +255,10 @@ def deep_adds(
         local = resolve_path(root, original)
         relative = _relative_target(root, local, parts)
         renamed = False
-        while not copier.copy(local, os.path.join(target_root, relative)):
+        while not copier.copy(local, join(target_root, relative)):
             relative, renamed = _fresh_name(relative), True
         if renamed or _is_absolute(original):
-            add["path"] = _log_path(relative.replace(os.sep, "/"))
+            add["path"] = _log_path(relative)
         # else: the same relative path as in the source, in its exact log spelling
 
     workers = max(1, min(parallelism, len(adds) + len(dv_jobs)))
@@ -308,8 +329,8 @@ def clone_table(
 ) -> CloneResult:
     """Clone a version of ``source_log``'s table to the directory ``target``."""
     source = _source_snapshot(source_log, version, timestamp_ms)
-    source_root = local_root(source.table_root)
-    target_root = os.path.normpath(os.path.abspath(to_local_path(target)))
+    source_root = normalise(source.table_root)
+    target_root = normalise(target)
     target_log = DeltaLog.for_table(target_root)
     existing = (
         target_log.snapshot()
@@ -328,7 +349,7 @@ def clone_table(
     base = merge_protocols(existing.protocol, source.protocol) if existing else source.protocol
     protocol = protocol_for(source.schema, config, base)
 
-    copier = _Copier(target_log.store, target_root)
+    copier = _Copier(target_log.store, target_root, source_log.store)
     registry: str | None = None
     try:
         if shallow:

@@ -9,12 +9,11 @@ VACUUM ignore its files.
 from __future__ import annotations
 
 import json
-import os
 import time
 import uuid
 from dataclasses import dataclass
 
-from delta_pyspark.core.log.table_paths import local_root
+from delta_pyspark.core.storage.locations import join, normalise
 from delta_pyspark.core.storage.log_store import log_store_for
 from delta_pyspark.exceptions import DeltaError
 
@@ -33,10 +32,10 @@ class CloneEntry:
 
 def register_shallow_clone(source_root: str, clone_root: str, source_version: int) -> str:
     """Record ``clone_root`` in the source's clone registry; returns the entry's path."""
-    directory = os.path.join(local_root(source_root), CLONE_REGISTRY_DIR)
-    path = os.path.join(directory, f"{uuid.uuid4()}.json")
+    directory = join(normalise(source_root), CLONE_REGISTRY_DIR)
+    path = join(directory, f"{uuid.uuid4()}.json")
     body = {
-        "clonePath": local_root(clone_root),
+        "clonePath": normalise(clone_root),
         "sourceVersion": source_version,
         "createdAt": int(time.time() * 1000),
     }
@@ -46,7 +45,7 @@ def register_shallow_clone(source_root: str, clone_root: str, source_version: in
 
 def registered_clones(table_root: str) -> list[CloneEntry]:
     """The shallow clones registered in ``table_root`` (malformed entries are errors)."""
-    directory = os.path.join(local_root(table_root), CLONE_REGISTRY_DIR)
+    directory = join(normalise(table_root), CLONE_REGISTRY_DIR)
     store = log_store_for(directory)
     out = []
     for status in store.list_from(directory):

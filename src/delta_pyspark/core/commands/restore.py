@@ -32,7 +32,6 @@ absolute paths (a shallow clone's files) are restored as written.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -44,12 +43,14 @@ from delta_pyspark.core.commands.clustering import DOMAIN as CLUSTERING_DOMAIN
 from delta_pyspark.core.commands.clustering import domain_metadata as clustering_domain
 from delta_pyspark.core.commands.clustering import snapshot_columns
 from delta_pyspark.core.log.logical_files import KEY_COLUMN
-from delta_pyspark.core.log.table_paths import dv_file_path, local_root, resolve_path
+from delta_pyspark.core.log.table_paths import dv_file_path, resolve_path
 from delta_pyspark.core.protocol.actions import Metadata, Protocol, add_actions, remove_actions
 from delta_pyspark.core.protocol.column_mapping import MAX_COLUMN_ID_KEY
 from delta_pyspark.core.protocol.table_features import implied_writer_features, reader_features
 from delta_pyspark.core.snapshot.delta_log import DeltaLog
 from delta_pyspark.core.snapshot.snapshot import Snapshot
+from delta_pyspark.core.storage.locations import normalise
+from delta_pyspark.core.storage.log_store import LogStore
 from delta_pyspark.core.transaction.optimistic_transaction import Transaction
 from delta_pyspark.exceptions import (
     DeltaIllegalArgumentException,
@@ -165,14 +166,14 @@ class PreparedRestore:
         return metrics
 
 
-def missing_files(root: str, files: pa.Table) -> list[str]:
-    """Data and deletion-vector files of ``files`` that do not exist (local storage)."""
+def missing_files(store: LogStore, root: str, files: pa.Table) -> list[str]:
+    """Data and deletion-vector files of ``files`` that do not exist in ``store``."""
     missing = []
     for path, dv in zip(
         files.column("path").to_pylist(), files.column("deletionVector").to_pylist(), strict=True
     ):
         for local in (resolve_path(root, path), dv_file_path(root, dv)):
-            if local is not None and not os.path.exists(local):
+            if local is not None and not store.exists(local):
                 missing.append(local)
     return missing
 
@@ -219,9 +220,9 @@ def prepare_restore(
     to_add = old.filter(add_mask).drop_columns([KEY_COLUMN])
     to_remove = new.filter(remove_mask).drop_columns([KEY_COLUMN])
 
-    root = local_root(current.table_root)
+    root = normalise(current.table_root)
     if check_files and to_add.num_rows:
-        missing = missing_files(root, to_add)
+        missing = missing_files(log.store, root, to_add)
         if missing:
             shown = ", ".join(missing[:5])
             raise RestoreMissingFilesError(

@@ -8,15 +8,20 @@ referenced again is spared) and against directories swapped for links since list
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from delta_pyspark.core.commands.vacuum_lite import (
+    covered_by_full_vacuum,
+    plan_vacuum_lite,
+    record_last_vacuum,
+)
 from delta_pyspark.core.commands.vacuum_plan import VacuumPlan, plan_vacuum, referenced_files
 from delta_pyspark.core.snapshot.delta_log import DeltaLog
 from delta_pyspark.core.snapshot.snapshot import Snapshot
+from delta_pyspark.core.storage.locations import is_inside, join, parent, relative_to
 from delta_pyspark.core.storage.log_store import LogStore
 from delta_pyspark.core.transaction.optimistic_transaction import Transaction
 
@@ -42,9 +47,11 @@ def _in_place(store: LogStore, root: str, paths: list[str]) -> list[str]:
     same: dict[str, bool] = {}
     out = []
     for path in paths:
-        directory = os.path.dirname(path)
+        directory = parent(path)
         if directory not in same:
-            listed_as = os.path.normpath(os.path.join(real_root, os.path.relpath(directory, root)))
+            listed_as = (
+                real_root if directory == root else join(real_root, relative_to(directory, root))
+            )
             same[directory] = store.real_path(directory) == listed_as
             if not same[directory]:
                 _logger.warning("VACUUM: %s changed into a link since listing; skipped", directory)
@@ -71,20 +78,20 @@ def _remove_empty_dirs(store: LogStore, plan: VacuumPlan, deleted: list[str]) ->
     empty ones (a recent empty directory may be a concurrent writer's)."""
     emptied: set[str] = set()
     for path in deleted:
-        parent = os.path.dirname(path)
-        while parent != plan.root and parent.startswith(plan.root + os.sep):
-            if parent in emptied:
+        up = parent(path)
+        while is_inside(plan.root, up):
+            if up in emptied:
                 break
-            emptied.add(parent)
-            parent = os.path.dirname(parent)
+            emptied.add(up)
+            up = parent(up)
     removed = 0
-    for directory in sorted(plan.dirs, key=lambda d: d.count(os.sep), reverse=True):
+    for directory in sorted(plan.dirs, key=lambda d: d.count("/"), reverse=True):
         if directory not in emptied and plan.dirs[directory] >= plan.delete_before_ms:
             continue
         if not store.remove_empty_dir(directory):
             continue
         removed += 1
-        emptied.add(os.path.dirname(directory))
+        emptied.add(parent(directory))
     return removed
 
 
@@ -109,29 +116,36 @@ def vacuum(
     parallelism: int = 8,
     before_delete: Callable[[VacuumPlan], None] | None = None,
     trust_damaged_log: bool = False,
+    lite: bool = False,
 ) -> VacuumResult:
     """Run VACUUM; a dry run only plans. A real run commits VACUUM START (with what it
     will delete), deletes, and commits VACUUM END (COMPLETED, or FAILED and re-raise).
+    ``lite``: plan from the log's removes instead of listing the table (``vacuum_lite``).
 
     A state VACUUM cannot trust (module doc) raises a ``CorruptLogError`` before any
     commit or deletion; ``trust_damaged_log=True`` acts on it anyway.
     """
-    plan = plan_vacuum(
-        log,
-        retention_hours,
-        check_enabled=check_enabled,
-        now_ms=now_ms,
-        trust_damaged_log=trust_damaged_log,
-    )
+    if lite:
+        plan = plan_vacuum_lite(log, retention_hours, check_enabled=check_enabled, now_ms=now_ms)
+    else:
+        plan = plan_vacuum(
+            log,
+            retention_hours,
+            check_enabled=check_enabled,
+            now_ms=now_ms,
+            trust_damaged_log=trust_damaged_log,
+        )
     result = VacuumResult(plan, dry_run)
     if dry_run:
         return result
+    # what the next LITE may skip: a full VACUUM covers the commits a LITE one would read
+    covered = plan.lite_end_version if lite else covered_by_full_vacuum(log, plan.delete_before_ms)
     params: dict[str, Any] = {
         "retentionCheckEnabled": check_enabled,
-        "defaultRetentionMillis": plan.default_retention_ms,
+        "defaultRetentionMillis": plan.window.default_retention_ms,
     }
-    if plan.specified_retention_ms is not None:
-        params["specifiedRetentionMillis"] = plan.specified_retention_ms
+    if plan.window.specified_retention_ms is not None:
+        params["specifiedRetentionMillis"] = plan.window.specified_retention_ms
     started = _commit(
         log,
         plan.snapshot,
@@ -164,4 +178,6 @@ def vacuum(
         },
     )
     result.versions.append(ended.version)
+    if covered is not None:
+        record_last_vacuum(log, covered)
     return result

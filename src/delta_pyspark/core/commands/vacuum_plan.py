@@ -52,8 +52,6 @@ table does not exist yet (its commit in flight) protects the source version it i
 being made from while its registry entry is within the retention window. Clones a
 registry does not know about (made by other engines) cannot be protected.
 
-Only local file systems are supported, like ``log_store_for``.
-
 This module is longer than 500 lines because its one job, deciding what VACUUM may
 delete and deleting it, needs the rules above in one place; the clone registry it reads
 is ``clone_registry``.
@@ -61,7 +59,6 @@ is ``clone_registry``.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -71,16 +68,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_pyspark.core.commands.clone_registry import CloneEntry, registered_clones
-from delta_pyspark.core.log.table_paths import (
-    dv_file_path,
-    is_inside,
-    local_root,
-    resolve_path,
-)
+from delta_pyspark.core.log.table_paths import dv_file_path, resolve_path
 from delta_pyspark.core.protocol import table_properties as props
 from delta_pyspark.core.protocol.column_mapping import column_mapping_mode, physical_name
 from delta_pyspark.core.snapshot.delta_log import DeltaLog
 from delta_pyspark.core.snapshot.snapshot import Snapshot
+from delta_pyspark.core.storage.locations import is_inside, join, normalise, relative_to
 from delta_pyspark.core.storage.log_store import FileStatus, LogStore, log_store_for
 from delta_pyspark.exceptions import (
     CorruptLogError,
@@ -121,7 +114,7 @@ def snapshot_references(
 ) -> set[str]:
     """Files ``snapshot`` needs: its live files (``live``, when already resolved) and
     the tombstones newer than the cutoff."""
-    root = local_root(snapshot.table_root)
+    root = normalise(snapshot.table_root)
     out = referenced_files(root, snapshot.files) if live is None else set(live)
     recent = recent_tombstones(snapshot, delete_before_ms)
     if recent.num_rows:
@@ -160,7 +153,7 @@ def check_trusted(
     from it is looked up on disk (it may sit under a hidden or linked directory).
     ``live``: the snapshot's ``referenced_files``, when the caller has them already.
     """
-    root = local_root(snapshot.table_root)
+    root = normalise(snapshot.table_root)
     vacuum_root = vacuum_root or root
     store = store or log_store_for(root)
     missing = sorted(
@@ -243,7 +236,7 @@ def list_table_files(store: LogStore, root: str, partition_columns: Iterable[str
             if entry.is_link:
                 listing.links.append(entry.path)
             if entry.is_dir:
-                if store.is_dir(os.path.join(entry.path, "_delta_log")):
+                if store.is_dir(join(entry.path, "_delta_log")):
                     continue  # a nested Delta table: its files are its own
                 listing.dirs[entry.path] = entry.modification_time
                 stack.append(entry.path)
@@ -265,8 +258,10 @@ def spare_link_targets(
         if link in going:
             continue  # an unused link to a file: the link goes, its target is not protected
         target = store.real_path(link)
-        if target == real_root or is_inside(real_root, target):
-            targets.append(os.path.normpath(os.path.join(root, os.path.relpath(target, real_root))))
+        if target == real_root:
+            targets.append(root)
+        elif is_inside(real_root, target):
+            targets.append(join(root, relative_to(target, real_root)))
     if not targets:
         return doomed
     return [f for f in doomed if not any(f.path == t or is_inside(t, f.path) for t in targets)]
@@ -294,11 +289,11 @@ def clone_references(
     source delete it.
     """
     out: set[str] = set()
-    seen = {local_root(table_root)}
+    seen = {normalise(table_root)}
     queue: list[tuple[str, CloneEntry]] = [(table_root, e) for e in registered_clones(table_root)]
     while queue:
         source_root, entry = queue.pop()
-        clone_root = local_root(entry.clone_path)
+        clone_root = normalise(entry.clone_path)
         if clone_root in seen:
             continue
         seen.add(clone_root)
@@ -316,7 +311,7 @@ def clone_references(
             ) from e
         if listed is not None:
             try:
-                check_trusted(clone, listed, local_root(table_root))
+                check_trusted(clone, listed, normalise(table_root))
             except CorruptLogError as e:
                 raise type(e)(
                     f"shallow clone {clone_root} (registered in {entry.registry_file}) may use "
@@ -334,10 +329,35 @@ def _pending_clone_files(source_root: str, version: int) -> set[str]:
         snapshot = DeltaLog(source_root).snapshot(version)
     except VersionNotFoundError:
         return set()
-    return referenced_files(local_root(source_root), snapshot.files)
+    return referenced_files(normalise(source_root), snapshot.files)
 
 
 # --------------------------------------------------------------------------- planning
+
+
+@dataclass(frozen=True)
+class RetentionWindow:
+    """When a VACUUM runs and how far back it keeps every version readable."""
+
+    now_ms: int
+    retention_ms: int
+    default_retention_ms: int  # the table's delta.deletedFileRetentionDuration
+    specified_retention_ms: int | None  # what the user asked for, if anything
+    check_enabled: bool
+
+    @property
+    def delete_before_ms(self) -> int:
+        return self.now_ms - self.retention_ms
+
+
+def retention_window(
+    snapshot: Snapshot, retention_hours: float | None, check_enabled: bool, now_ms: int | None
+) -> RetentionWindow:
+    """The window of a VACUUM of ``snapshot`` (``retention_ms``'s check applied)."""
+    effective, default = retention_ms(snapshot.configuration, retention_hours, check_enabled)
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    specified = None if retention_hours is None else effective
+    return RetentionWindow(now, effective, default, specified, check_enabled)
 
 
 @dataclass
@@ -346,17 +366,14 @@ class VacuumPlan:
 
     snapshot: Snapshot
     root: str
-    now_ms: int
-    retention_ms: int
-    default_retention_ms: int
-    specified_retention_ms: int | None
-    retention_check_enabled: bool
+    window: RetentionWindow
     files_to_delete: list[FileStatus]
     dirs: dict[str, int]
+    lite_end_version: int | None = None  # LITE: the newest commit it read
 
     @property
     def delete_before_ms(self) -> int:
-        return self.now_ms - self.retention_ms
+        return self.window.delete_before_ms
 
     @property
     def size_to_delete(self) -> int:
@@ -382,10 +399,9 @@ def plan_vacuum(
     when the state cannot be trusted, unless ``trust_damaged_log`` (``check_trusted``).
     """
     snapshot = snapshot or log.snapshot()
-    effective, default = retention_ms(snapshot.configuration, retention_hours, check_enabled)
-    now = int(time.time() * 1000) if now_ms is None else now_ms
-    cutoff = now - effective
-    root = local_root(snapshot.table_root)
+    window = retention_window(snapshot, retention_hours, check_enabled, now_ms)
+    cutoff = window.delete_before_ms
+    root = normalise(snapshot.table_root)
     # List first, then read references: a file committed after this listing is not
     # listed, one committed before it is in the references of the snapshot below.
     listing = list_table_files(log.store, root, _partition_names(snapshot))
@@ -401,14 +417,4 @@ def plan_vacuum(
     )
     if listing.links:
         doomed = spare_link_targets(log.store, root, listing.links, doomed)
-    return VacuumPlan(
-        snapshot,
-        root,
-        now,
-        effective,
-        default,
-        None if retention_hours is None else effective,
-        check_enabled,
-        doomed,
-        listing.dirs,
-    )
+    return VacuumPlan(snapshot, root, window, doomed, listing.dirs)

@@ -5,8 +5,8 @@ The protocol lets a log name a data file by an absolute URI or by a percent-enco
 relative to the table root. A relative path that is empty, names the root itself, or
 climbs out of it (``..``, also percent-encoded), and an absolute path naming the root or a
 directory above it, cannot be a file of the table: following one would read rows from
-elsewhere or, for VACUUM, take a live file for garbage. Local file systems only, like
-``log_store_for``.
+elsewhere or, for VACUUM, take a live file for garbage. Roots are normalised locations
+(``core.storage.locations``): local paths or object-store URLs.
 """
 
 from __future__ import annotations
@@ -22,15 +22,10 @@ import pyarrow.compute as pc
 
 from delta_pyspark.core.log.arrow_buffers import int64_scalar
 from delta_pyspark.core.protocol.deletion_vectors import DeletionVectorDescriptor
-from delta_pyspark.core.storage.log_store import to_local_path
+from delta_pyspark.core.storage.locations import is_inside, is_local, join, normalise
 
 _URI_WITH_AUTHORITY = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
 _SCHEME = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*:")
-
-
-def local_root(table_root: str) -> str:
-    """The table root as a normalised absolute local path (``file:`` URIs accepted)."""
-    return os.path.abspath(to_local_path(table_root))
 
 
 def is_relative(log_path: str) -> bool:
@@ -38,24 +33,25 @@ def is_relative(log_path: str) -> bool:
     return not (log_path.startswith(("file:", "/")) or _URI_WITH_AUTHORITY.match(log_path))
 
 
-def is_inside(root: str, local: str) -> bool:
-    """Whether the normalised path ``local`` lies strictly below the directory ``root``."""
-    return local.startswith(root.rstrip(os.sep) + os.sep)
-
-
 def resolve_path(root: str, log_path: str) -> str:
-    """Local path of a file as an add/remove (or a 'p' deletion vector) names it.
+    """Normalised location of a file as an add/remove (or a 'p' deletion vector) names it.
 
-    ``log_path`` is a URI (PROTOCOL.md): relative to ``root`` or absolute, and
-    percent-encoded. Paths on other schemes come back unchanged (never local).
+    ``log_path`` is a URI (PROTOCOL.md): relative to ``root`` (normalised) or absolute,
+    and percent-encoded. An absolute path without a scheme is on the root's file system
+    (for an object-store table: a key of its bucket).
     """
     if log_path.startswith("file:"):
         return os.path.normpath(unquote(urlparse(log_path).path))
     if log_path.startswith("/"):
-        return os.path.normpath(unquote(log_path))
+        if is_local(root):
+            return os.path.normpath(unquote(log_path))
+        parsed = urlparse(root)
+        return normalise(f"{parsed.scheme}://{parsed.netloc}{unquote(log_path)}")
     if _URI_WITH_AUTHORITY.match(log_path):
-        return log_path  # s3://, abfss://, ...: not on this file system
-    return os.path.normpath(os.path.join(root, unquote(log_path)))
+        return normalise(unquote(log_path))
+    if is_local(root):
+        return os.path.normpath(os.path.join(root, unquote(log_path)))
+    return normalise(join(root, unquote(log_path)))
 
 
 def data_file_path(table_root: str, log_path: str) -> str:
@@ -71,7 +67,7 @@ def data_file_path(table_root: str, log_path: str) -> str:
 
 
 def dv_file_path(root: str, dv: Mapping[str, Any] | None) -> str | None:
-    """Local path of the file holding a deletion vector (None: inline or no DV)."""
+    """Location of the file holding a deletion vector (None: inline or no DV)."""
     if not dv:
         return None
     desc = DeletionVectorDescriptor.from_dict(dv)
@@ -79,8 +75,8 @@ def dv_file_path(root: str, dv: Mapping[str, Any] | None) -> str | None:
         return None
     if desc.storage_type == "p":
         return resolve_path(root, desc.path_or_inline_dv)
-    path = desc.absolute_path(root)  # 'u': already a decoded local path under root
-    return os.path.normpath(path) if path else None
+    path = desc.absolute_path(root)  # 'u': already a decoded path under root
+    return normalise(path) if path else None
 
 
 # Spellings worth resolving (the rest cannot fail ``_names_a_file``): relative ones

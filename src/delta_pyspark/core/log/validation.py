@@ -24,9 +24,10 @@ import pyarrow.compute as pc
 from delta_pyspark.core.log.arrow_buffers import int64_scalar, utf8_scalar
 from delta_pyspark.core.log.logical_files import canonical_path
 from delta_pyspark.core.log.replay import TableState
-from delta_pyspark.core.log.table_paths import invalid_dv_paths, invalid_file_paths, local_root
+from delta_pyspark.core.log.table_paths import invalid_dv_paths, invalid_file_paths
 from delta_pyspark.core.protocol.column_mapping import column_mapping_mode, physical_name
 from delta_pyspark.core.protocol.schema import StructType
+from delta_pyspark.core.storage.locations import normalise
 from delta_pyspark.exceptions import CorruptLogError
 
 # Names the log file (and version) an action on a data file came from; None: the state.
@@ -58,7 +59,7 @@ def validate_state(
     if appended_only:
         files = files.slice(files.num_rows - state.appended[0])
         tombstones = tombstones.slice(tombstones.num_rows - state.appended[1])
-    root = local_root(table_root)
+    root = normalise(table_root)
     for table, kind in ((files, "add"), (tombstones, "remove")):
         _check_paths(table, kind, root, where)
     if files.num_rows == 0:

@@ -13,14 +13,11 @@ change (delta-spark's MetadataChangedException), so their values never overlap.
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
-
-import pyarrow.parquet as pq
 
 from delta_pyspark.core.protocol.actions import Metadata
 from delta_pyspark.core.protocol.column_mapping import column_mapping_mode, physical_name
@@ -30,6 +27,8 @@ from delta_pyspark.core.protocol.schema import (
     parse_schema_string,
     schema_to_string,
 )
+from delta_pyspark.core.storage.locations import join
+from delta_pyspark.core.storage.log_store import log_store_for
 from delta_pyspark.exceptions import (
     DeltaParseException,
     IdentityColumnDataTypeError,
@@ -198,8 +197,9 @@ def written_bound(
     """The greatest (step > 0) or least value of top-level column ``column`` (its physical
     name) in the data files ``adds`` wrote, from their Parquet footers' statistics."""
     bound: int | None = None
+    store = log_store_for(table_root)
     for add in adds:
-        meta = pq.read_metadata(os.path.join(table_root, unquote(add["path"])))
+        meta = store.read_footer(join(table_root, unquote(add["path"])))
         names = [meta.schema.column(i).path for i in range(meta.num_columns)]
         if column not in names:
             continue

@@ -21,7 +21,6 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlparse
 
 from delta_pyspark.core.log import checksum
 from delta_pyspark.core.log.arrow_buffers import bulk_allocations
@@ -45,6 +44,7 @@ from delta_pyspark.core.protocol.actions import CommitInfo, commit_timestamp
 from delta_pyspark.core.protocol.table_features import check_readable
 from delta_pyspark.core.snapshot.snapshot import Snapshot
 from delta_pyspark.core.storage.commit_coordinator import CommitCoordinator
+from delta_pyspark.core.storage.locations import normalise
 from delta_pyspark.core.storage.log_store import FileStatus, LogStore, log_store_for
 from delta_pyspark.exceptions import (
     CorruptLogError,
@@ -404,15 +404,6 @@ def snapshot_bytes(snapshot: Snapshot) -> int:
     return int(snapshot.state.files.nbytes + snapshot.state.tombstones.nbytes)
 
 
-def normalise_root(table_root: str) -> str:
-    """The cache's name for a table: local paths made absolute and normalised (a relative
-    path names another table after ``chdir``), URIs only without trailing slashes."""
-    scheme = urlparse(table_root).scheme
-    if scheme == "" or len(scheme) == 1:  # a local path (one letter: a Windows drive)
-        return os.path.abspath(table_root)
-    return table_root.rstrip("/") or "/"
-
-
 class _LogCache:
     """Shared ``DeltaLog`` handles, least recently used first; evicting one drops its
     snapshot. Its lock guards only this bookkeeping, never a load."""
@@ -427,7 +418,7 @@ class _LogCache:
         self.coordinators: Callable[[str], CommitCoordinator | None] | None = None
 
     def handle(self, table_root: str, store: LogStore | None) -> DeltaLog:
-        key = (normalise_root(table_root), store)
+        key = (normalise(table_root), store)
         with self._lock:
             log = self._logs.get(key)
             if log is None:

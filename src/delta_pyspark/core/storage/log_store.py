@@ -18,10 +18,12 @@ import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass
-from urllib.parse import unquote, urlparse
+from urllib.parse import urlparse
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
+from delta_pyspark.core.storage.locations import join, parent, to_local_path
 from delta_pyspark.exceptions import FileAlreadyExistsError, UnsupportedStorageError
 
 
@@ -81,6 +83,12 @@ class LogStore(ABC):
         whole file read into memory (one request); local files are read in place, so a
         checkpoint's reader fetches only the column chunks it decodes."""
         return pa.BufferReader(self.read(path))
+
+    def read_footer(self, path: str) -> pq.FileMetaData:
+        """The Parquet footer of a data file (row counts and column statistics), read
+        through ``open_input``: on object stores only the file's tail is fetched."""
+        with self.open_input(path) as source:
+            return pq.read_metadata(source)
 
     @abstractmethod
     def write_if_absent(self, path: str, data: bytes, durable: bool = True) -> None:
@@ -146,13 +154,6 @@ class LogStore(ABC):
                     stack.append(entry.path)
                 elif not entry.is_link or entry.link_to_file:
                     yield entry
-
-
-def to_local_path(path: str) -> str:
-    """``file:`` URIs and plain paths to an OS path."""
-    if path.startswith("file:"):
-        return unquote(urlparse(path).path)
-    return path
 
 
 class LocalLogStore(LogStore):
@@ -317,3 +318,17 @@ def log_store_for(path: str) -> LogStore:
         f"no storage for scheme {scheme!r} ({path}): delta-pyspark keeps tables on local "
         f"disks (file:) and on object stores ({', '.join(sorted(OBJECT_STORE_SCHEMES))})"
     )
+
+
+def table_root_of(location: str) -> str | None:
+    """The Delta table holding the file at ``location``: its nearest ancestor with a
+    ``_delta_log`` directory (None: no table holds it)."""
+    store = log_store_for(location)
+    directory = parent(location)
+    while True:
+        if store.is_dir(join(directory, "_delta_log")):
+            return directory
+        up = parent(directory)
+        if up == directory:
+            return None
+        directory = up

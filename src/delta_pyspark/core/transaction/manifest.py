@@ -24,21 +24,27 @@ so tables with either are refused.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable, Mapping
-from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_pyspark.core.log.commit_actions import parse_actions
 from delta_pyspark.core.log.segment import commit_name
-from delta_pyspark.core.log.table_paths import local_root, resolve_path
+from delta_pyspark.core.log.table_paths import resolve_path
 from delta_pyspark.core.protocol.column_mapping import column_mapping_mode
 from delta_pyspark.core.protocol.partition_values import hive_partition_path
 from delta_pyspark.core.snapshot.delta_log import DeltaLog
 from delta_pyspark.core.snapshot.snapshot import Snapshot
-from delta_pyspark.core.storage.log_store import LogStore, to_local_path
+from delta_pyspark.core.storage.locations import (
+    is_inside,
+    is_local,
+    join,
+    normalise,
+    parent,
+    relative_to,
+)
+from delta_pyspark.core.storage.log_store import LogStore
 from delta_pyspark.exceptions import (
     DeltaIllegalArgumentException,
     DeltaUnsupportedOperationException,
@@ -146,10 +152,7 @@ def post_commit_update(store: LogStore, snapshot: Snapshot) -> None:
 
 
 def _manifest_root(snapshot: Snapshot) -> str:
-    root = snapshot.table_root
-    if urlparse(root).scheme not in ("", "file"):
-        raise DeltaUnsupportedOperationException(f"manifests are only written locally: {root}")
-    return os.path.join(to_local_path(root), MANIFEST_DIR)
+    return join(normalise(snapshot.table_root), MANIFEST_DIR)
 
 
 def _manifest_rel(directory: str) -> str:
@@ -158,37 +161,34 @@ def _manifest_rel(directory: str) -> str:
 
 def _file_uri(table_root: str, log_path: str) -> str:
     """An add action's path as an absolute, unescaped Hadoop-style URI."""
-    scheme = urlparse(log_path).scheme
-    if len(scheme) > 1 and scheme != "file":
-        return unquote(log_path)
-    return "file:" + resolve_path(local_root(table_root), log_path)
+    location = resolve_path(normalise(table_root), log_path)
+    return "file:" + location if is_local(location) else location
 
 
 def _write(store: LogStore, base: str, directory: str, uris: Iterable[str]) -> None:
     text = "".join(f"{u}\n" for u in uris)
-    store.write(os.path.join(base, _manifest_rel(directory)), text.encode(), durable=False)
+    store.write(join(base, _manifest_rel(directory)), text.encode(), durable=False)
 
 
 def _remove(store: LogStore, base: str, directory: str) -> None:
-    path = os.path.join(base, _manifest_rel(directory))
+    path = join(base, _manifest_rel(directory))
     if store.delete(path):
-        _prune_empty_dirs(store, base, os.path.dirname(path))
+        _prune_empty_dirs(store, base, parent(path))
 
 
 def _prune_empty_dirs(store: LogStore, base: str, start: str) -> None:
     """Remove ``start`` and its parents below ``base`` while they are empty."""
     current = start
-    while os.path.abspath(current) != os.path.abspath(base) and store.remove_empty_dir(current):
-        current = os.path.dirname(current)
+    while is_inside(base, current) and store.remove_empty_dir(current):
+        current = parent(current)
 
 
 def _delete_stale(store: LogStore, base: str, keep: set[str]) -> None:
     """Delete manifests not in ``keep`` (relative paths) and the directories left empty."""
     for entry in list(store.walk_files(base)):
-        rel = os.path.relpath(entry.path, base).replace(os.sep, "/")
-        if entry.name == MANIFEST_NAME and rel not in keep:
+        if entry.name == MANIFEST_NAME and relative_to(entry.path, base) not in keep:
             store.delete(entry.path)
-            _prune_empty_dirs(store, base, os.path.dirname(entry.path))
+            _prune_empty_dirs(store, base, parent(entry.path))
 
 
 def _touched_partitions(store: LogStore, snapshot: Snapshot) -> list[dict[str, str | None]] | None:

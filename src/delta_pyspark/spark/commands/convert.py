@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-import os
 import re
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
@@ -45,7 +44,8 @@ from delta_pyspark.core.protocol.table_features import protocol_for
 from delta_pyspark.core.snapshot.delta_log import DeltaLog
 from delta_pyspark.core.stats.collection import collect_parquet_stats
 from delta_pyspark.core.stats.indexed_columns import stats_settings
-from delta_pyspark.core.storage.log_store import DirEntry, LogStore, to_local_path
+from delta_pyspark.core.storage.locations import join, normalise, relative_to
+from delta_pyspark.core.storage.log_store import DirEntry, LogStore
 from delta_pyspark.core.transaction.optimistic_transaction import Transaction
 from delta_pyspark.core.transaction.table_definition import table_metadata
 from delta_pyspark.exceptions import (
@@ -80,9 +80,7 @@ def parse_identifier(identifier: str) -> tuple[str, str]:
             f"cannot convert {identifier!r}: give a path as parquet.`/path/to/dir` "
             "(converting catalog tables by name is not supported)"
         )
-    if not path.startswith("file:"):
-        path = os.path.abspath(path)
-    return fmt, path
+    return fmt, path if path.startswith("file:") else normalise(path)
 
 
 def convert_to_delta(spark: SparkSession, identifier: str, partition_schema: Any = None) -> str:
@@ -99,17 +97,16 @@ def convert_to_delta(spark: SparkSession, identifier: str, partition_schema: Any
         raise DeltaAnalysisException(
             f"CONVERT TO DELTA only supports parquet directories, not {fmt!r} ({identifier})"
         )
-    root = to_local_path(path)
-    if not log.store.is_dir(root):
+    if not log.store.is_dir(path):
         raise DeltaAnalysisException(f"cannot convert {path}: no such directory")
     partitions = _partition_fields(spark, partition_schema)
-    listed = _list_data_files(log.store, root)
+    listed = _list_data_files(log.store, path)
     files = list(listed)
     if not files:
         raise DeltaAnalysisException(f"cannot convert {path}: it holds no Parquet data files")
 
     values = _partition_values(files, partitions, session_time_zone(spark))
-    footers = _read_footers(log.store, root, files)
+    footers = _read_footers(log.store, path, files)
     data_schema = _data_schema(footers, partitions)
     schema = StructType(data_schema.fields + partitions.fields)
     adds = _add_actions(log.store, listed, footers, values, data_schema)
@@ -158,7 +155,7 @@ def _list_data_files(store: LogStore, root: str) -> dict[str, DirEntry]:
             if entry.is_dir:
                 stack.append(entry.path)
             elif not entry.is_link or entry.link_to_file:
-                out[os.path.relpath(entry.path, root).replace(os.sep, "/")] = entry
+                out[relative_to(entry.path, root)] = entry
     return dict(sorted(out.items()))
 
 
@@ -265,8 +262,7 @@ def _zone(name: str) -> dt.tzinfo:
 def _read_footers(store: LogStore, root: str, files: list[str]) -> list[pq.FileMetaData]:
     def read(rel: str) -> pq.FileMetaData:
         try:
-            with store.open_input(os.path.join(root, rel)) as source:
-                return pq.read_metadata(source)
+            return store.read_footer(join(root, rel))
         except Exception as e:  # pyarrow raises ArrowInvalid / OSError for non-Parquet
             raise DeltaAnalysisException(
                 f"cannot convert: {rel} is not a readable Parquet file ({e})"

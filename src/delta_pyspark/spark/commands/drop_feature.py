@@ -8,7 +8,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from delta_pyspark.core.commands.drop_feature import DataRewrites, drop_feature
 from delta_pyspark.core.commands.feature_removal import without_column_mapping
@@ -20,7 +19,7 @@ from delta_pyspark.core.protocol.schema_arrow import to_arrow_type
 from delta_pyspark.core.protocol.type_widening import has_type_changes
 from delta_pyspark.core.snapshot.delta_log import DeltaLog
 from delta_pyspark.core.snapshot.snapshot import Snapshot
-from delta_pyspark.core.storage.log_store import to_local_path
+from delta_pyspark.core.storage.log_store import log_store_for
 from delta_pyspark.core.transaction.optimistic_transaction import Transaction
 from delta_pyspark.spark.commands.optimize import OptimizeSpec, run_optimize
 from delta_pyspark.spark.conf import FAST_DROP_FEATURE_CONF
@@ -81,8 +80,10 @@ def narrower_files(snapshot: Snapshot, files: pa.Table) -> pa.BooleanArray:
     widened = [f for f in snapshot.schema.fields if has_type_changes(StructType((f,)))]
     expected = {physical_name(f, mode): to_arrow_type(f.type) for f in widened}
     out = []
+    store = log_store_for(snapshot.table_root)
     for path in files.column("path").to_pylist():
-        schema = pq.read_schema(to_local_path(data_file_path(snapshot.table_root, path)))
+        footer = store.read_footer(data_file_path(snapshot.table_root, path))
+        schema = footer.schema.to_arrow_schema()
         out.append(
             any(
                 name in schema.names and schema.field(name).type != arrow_type

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from delta_pyspark.core.protocol.schema import StructType
 from delta_pyspark.core.snapshot.delta_log import DeltaLog
-from delta_pyspark.core.storage.log_store import to_local_path
+from delta_pyspark.core.storage.locations import normalise
 from delta_pyspark.exceptions import (
     DeltaAnalysisException,
     DeltaTableNotFoundError,
@@ -331,7 +331,7 @@ def _check_delta(entry: CatalogEntry, name: str) -> None:
 
 
 def _check_location(entry: CatalogEntry, name: str, location: str | None) -> None:
-    if location is not None and to_local_path(location).rstrip("/") != entry.location.rstrip("/"):
+    if location is not None and normalise(location) != normalise(entry.location):
         raise DeltaAnalysisException(
             f"[DELTA_CREATE_TABLE_WITH_DIFFERENT_LOCATION] table {name} is at "
             f"{entry.location}, not at the location given ({location})"

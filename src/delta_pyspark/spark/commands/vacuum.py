@@ -9,7 +9,11 @@ from delta_pyspark.core.commands.vacuum import vacuum
 from delta_pyspark.core.commands.vacuum_plan import RETENTION_CHECK_CONF, TRUST_DAMAGED_LOG_CONF
 from delta_pyspark.core.snapshot.delta_log import DeltaLog
 from delta_pyspark.core.storage.commit_coordinator import check_maintenance
-from delta_pyspark.spark.conf import VACUUM_PARALLEL_DELETE_CONF, VACUUM_PARALLELISM_CONF
+from delta_pyspark.spark.conf import (
+    VACUUM_LITE_CONF,
+    VACUUM_PARALLEL_DELETE_CONF,
+    VACUUM_PARALLELISM_CONF,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -17,6 +21,10 @@ if TYPE_CHECKING:
 
 def retention_check_enabled(spark: SparkSession) -> bool:
     return str(spark.conf.get(RETENTION_CHECK_CONF, "true")).strip().lower() != "false"
+
+
+def vacuum_lite_default(spark: SparkSession) -> bool:
+    return str(spark.conf.get(VACUUM_LITE_CONF, "false")).lower() == "true"
 
 
 def trust_damaged_log(spark: SparkSession) -> bool:
@@ -28,10 +36,13 @@ def execute_vacuum(
     log: DeltaLog,
     retention_hours: float | None = None,
     dry_run: bool = False,
+    lite: bool | None = None,
 ) -> DataFrame:
     """Run VACUUM. A dry run returns the files it would delete (column ``path``,
-    absolute local paths); a real run returns an empty DataFrame, as delta-spark's
-    Python API does, and records VACUUM START/END in the table history.
+    their locations); a real run returns an empty DataFrame, as delta-spark's
+    Python API does, and records VACUUM START/END in the table history. ``lite``: plan
+    from the log's removes without listing the table (``core.commands.vacuum_lite``);
+    None: as ``spark.databricks.delta.vacuum.lite.enabled`` says (default FULL).
 
     A damaged log (refused by the log reader, or live files missing: ``core/commands/vacuum.py``)
     raises ``CorruptLogError`` and deletes nothing; the session conf
@@ -50,6 +61,7 @@ def execute_vacuum(
         check_enabled=retention_check_enabled(spark),
         parallelism=parallelism,
         trust_damaged_log=trust_damaged_log(spark),
+        lite=lite if lite is not None else vacuum_lite_default(spark),
     )
     if dry_run:
         schema = StructType([StructField("path", StringType(), False)])

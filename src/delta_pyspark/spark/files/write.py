@@ -10,12 +10,9 @@ that commit nothing is visible; on failure the files stay unreferenced.
 
 from __future__ import annotations
 
-import os
 import time
 import uuid
 from typing import TYPE_CHECKING, Any
-
-import pyarrow.parquet as pq
 
 from delta_pyspark.core.protocol.actions import AddFile
 from delta_pyspark.core.protocol.column_mapping import (
@@ -27,6 +24,7 @@ from delta_pyspark.core.protocol.schema import BINARY, StructType
 from delta_pyspark.core.protocol.schema_arrow import to_arrow_schema
 from delta_pyspark.core.stats.collection import collect_parquet_stats
 from delta_pyspark.core.stats.indexed_columns import stats_settings
+from delta_pyspark.core.storage.locations import join, normalise, parent, relative_to
 from delta_pyspark.core.storage.log_store import log_store_for
 from delta_pyspark.spark.files.paths import to_log_path
 from delta_pyspark.spark.files.write_checks import violation_from
@@ -191,7 +189,7 @@ def _remove_staging(staging: str) -> None:
     harmless."""
     store = log_store_for(staging)
     store.delete_tree(staging)
-    store.remove_empty_dir(os.path.dirname(staging))
+    store.remove_empty_dir(parent(staging))
 
 
 def _adopt_files(
@@ -212,15 +210,15 @@ def _adopt_files(
     adds: list[AddFile] = []
     now = int(time.time() * 1000)
     store = log_store_for(table_root)
+    staging = normalise(staging)
     staged = sorted(store.walk_files(staging), key=lambda e: e.path)
     for entry in staged:
         if not entry.name.endswith(".parquet") or entry.name.startswith((".", "_")):
             continue
-        relative = os.path.relpath(entry.path, staging)
-        dest = os.path.join(table_root, relative)
+        relative = relative_to(entry.path, staging)
+        dest = join(table_root, relative)
         store.move(entry.path, dest)  # Spark's file names carry the job's UUID: no clash
-        with store.open_input(dest) as footer:
-            meta = pq.read_metadata(footer)
+        meta = store.read_footer(dest)
         values = parse_hive_partition_path(relative) if part_physical else {}
         adds.append(
             {

@@ -78,6 +78,13 @@ def sql_conf(spark: SparkSession) -> Any:
     return classic_session(spark).sessionState().conf()
 
 
+def hadoop_settings(spark: SparkSession, prefix: str) -> dict[str, str]:
+    """The Hadoop settings under ``prefix`` (stripped) that the session's file scans and
+    writes use: the context's, overlaid with the session's ``spark.hadoop.*`` confs."""
+    props = classic_session(spark).sessionState().newHadoopConf().getPropsWithPrefix(prefix)
+    return {str(k): str(v) for k, v in dict(props).items()}
+
+
 def parsed_expression_text(spark: SparkSession, sql: str) -> str:
     """``sql`` as Spark's parser prints its unresolved expression (``key = 'a'`` is
     ``('key = a)``): how delta-spark records some commands' predicates in history."""

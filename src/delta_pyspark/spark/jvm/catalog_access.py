@@ -12,7 +12,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from delta_pyspark.core.storage.log_store import to_local_path
+from delta_pyspark.core.storage.locations import to_local_path
 from delta_pyspark.spark.jvm.bridge import classic_session, helper_class, jvm, new_array
 
 

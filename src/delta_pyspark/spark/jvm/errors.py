@@ -87,6 +87,8 @@ PYSPARK_BASES: dict[type[ex.DeltaError], type[PySparkException]] = {
     ex.UnsupportedTableFeatureError: PySparkException,
     ex.DeltaJvmExtensionError: PySparkException,
     ex.FileAlreadyExistsError: PySparkException,
+    ex.StorageAccessError: PySparkException,
+    ex.VacuumLiteUnavailableError: PySparkException,
     ex.InvariantViolationError: PySparkException,
     ex.DeltaTableFeatureException: PySparkException,
 }

@@ -49,6 +49,14 @@ def _spark_jars() -> Path:
     return Path(os.environ.get("SPARK_HOME") or Path(pyspark.__file__).parent) / "jars"
 
 
+def hadoop_version() -> str:
+    """The Hadoop release PySpark ships (its ``hadoop-client-api`` jar's version), which
+    Hadoop's S3A connector must match."""
+    for jar in _spark_jars().glob("hadoop-client-api-*.jar"):
+        return jar.name[len("hadoop-client-api-") : -len(".jar")]
+    raise DeltaJvmExtensionError(f"no hadoop-client-api jar in {_spark_jars()}")
+
+
 def _cache_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
     return Path(base) / "delta-pyspark"

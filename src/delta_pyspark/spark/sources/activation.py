@@ -18,6 +18,7 @@ from pyspark.sql import DataFrame, SparkSession
 from delta_pyspark.exceptions import DeltaJvmExtensionError
 from delta_pyspark.spark.catalog.managed_tables import attach_from_conf
 from delta_pyspark.spark.commands.table_writes import TableDefinition, save_as_table, write_to
+from delta_pyspark.spark.files.object_stores import share_s3_settings
 from delta_pyspark.spark.jvm.hooks import on_every_session, route_save_as_table, route_writer_v2
 from delta_pyspark.spark.sources import callback_service
 
@@ -38,6 +39,7 @@ def enable(spark: SparkSession) -> bool:
         return False
     for hook in _SESSION_HOOKS:
         hook(spark)
+    share_s3_settings(spark)
     attach_from_conf(spark)
     return True
 

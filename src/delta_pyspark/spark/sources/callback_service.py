@@ -37,6 +37,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
+from urllib.parse import unquote, urlparse
 from zoneinfo import ZoneInfo
 
 import pyarrow as pa
@@ -61,7 +62,8 @@ from delta_pyspark.core.skipping.file_pruning import prune_files
 from delta_pyspark.core.snapshot.delta_log import DeltaLog
 from delta_pyspark.core.snapshot.snapshot import Snapshot
 from delta_pyspark.core.snapshot.time_travel import parse_timestamp_ms, split_path_suffix
-from delta_pyspark.core.storage.log_store import log_store_for, to_local_path
+from delta_pyspark.core.storage.locations import to_local_path
+from delta_pyspark.core.storage.log_store import log_store_for, table_root_of
 from delta_pyspark.exceptions import (
     DeltaIllegalArgumentException,
     DeltaPlannerUnsupportedError,
@@ -457,12 +459,38 @@ def answer_error(error: BaseException) -> str:
 
 
 def _original_failure(message: str) -> BaseException | None:
-    """The Python exception behind a JVM error message carrying one of our answers' tokens."""
+    """The Python exception behind a JVM error message carrying one of our answers' tokens,
+    or ``DeltaFileNotFoundError`` for Spark's failure to open a missing file of a Delta
+    table."""
     found = _TOKEN.search(message)
     if found is None:
-        return None
+        return _missing_table_file(message)
     with _FAILURES_LOCK:
         return _FAILURES.get(found.group(1))
+
+
+# Spark's scan opening a file that storage lacks: FAILED_READ_FILE.FILE_NOT_EXIST
+_FILE_NOT_EXIST = re.compile(r"\[FAILED_READ_FILE\.FILE_NOT_EXIST\][^\n]*? file (\S+?)\. ")
+
+
+def _missing_table_file(message: str) -> DeltaFileNotFoundError | None:
+    """The typed error for a scan's missing data file, when the file is in a Delta table
+    (a table's file vanished: vacuumed by another engine, deleted by hand); the log still
+    names it, so every read of this version fails until it is restored."""
+    found = _FILE_NOT_EXIST.search(message)
+    if found is None:
+        return None
+    uri = found.group(1)
+    file = unquote(urlparse(uri).path) if uri.startswith("file:") else unquote(uri)
+    root = table_root_of(file)
+    if root is None:
+        return None
+    return DeltaFileNotFoundError(
+        f"{file} of the Delta table at {root} is missing from storage: the table's log "
+        "names it, so reads of this version fail. It was deleted by hand or by another "
+        "engine; restore the file, RESTORE the table to a version that does not name it, "
+        "or set spark.sql.files.ignoreMissingFiles=true to read what is left."
+    )
 
 
 def enable(spark: SparkSession) -> bool:
