@@ -43,6 +43,7 @@ _STARTS: tuple[tuple[tuple[str, ...], Callable[[StatementParser], Statement | No
     (("SHOW", "TBLPROPERTIES"), table_commands.show_properties),
     (("SHOW", "COLUMNS"), path_metadata.show_columns),
     (("DROP", "TABLE"), table_commands.drop),
+    (("TRUNCATE", "TABLE"), table_commands.truncate),
 )
 
 

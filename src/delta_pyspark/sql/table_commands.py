@@ -6,8 +6,10 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, SparkSession
 
 from delta_pyspark.core.commands.restore import METRIC_COLUMNS
+from delta_pyspark.core.commands.truncate import truncate_table
 from delta_pyspark.core.snapshot.delta_log import DeltaLog
 from delta_pyspark.exceptions import (
+    DeltaAnalysisException,
     DeltaUnsupportedOperationException,
 )
 from delta_pyspark.spark.catalog.managed_tables import catalog_table_name, drop_catalog_table
@@ -145,6 +147,24 @@ def vacuum(p: StatementParser) -> Statement:
         return spark.createDataFrame([(DeltaLog.for_table(path).table_root,)], "path string")
 
     return Statement("VACUUM", table, "path string", run)
+
+
+def truncate(p: StatementParser) -> Statement:
+    """TRUNCATE TABLE of a Delta table, which Spark parsed and resolved: the session
+    extension hands it here instead of Spark's command, which would delete the log."""
+    table = p.table()
+    if p.accept("PARTITION"):
+        raise DeltaAnalysisException(
+            "[DELTA_TRUNCATE_TABLE_PARTITION_NOT_SUPPORTED] Operation not allowed: TRUNCATE "
+            "TABLE on Delta tables does not support partition predicates; use DELETE to "
+            "delete specific partitions or rows."
+        )
+    p.end()
+
+    def run(spark: SparkSession, path: str) -> None:
+        truncate_table(DeltaLog.for_table(path))
+
+    return Statement("TRUNCATE TABLE", table, "", run)
 
 
 def restore(p: StatementParser) -> Statement:

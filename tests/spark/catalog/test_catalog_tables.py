@@ -149,6 +149,32 @@ def test_write_to_creates_a_catalog_table(spark: Any, names: list[str]) -> None:
     assert DeltaTable.forName(spark, "v2_t").toDF().count() == 2
 
 
+def test_truncate_table_removes_every_file_in_a_new_version(spark: Any, names: list[str]) -> None:
+    names.extend(["trunc", "trunc_parquet"])
+    spark.sql("CREATE TABLE trunc (id INT, p STRING) USING delta PARTITIONED BY (p)")
+    spark.sql("INSERT INTO trunc VALUES (1, 'a'), (2, 'b'), (3, 'b')")
+    location = _location(spark, "trunc")
+    spark.sql("TRUNCATE TABLE trunc")
+    assert spark.table("trunc").count() == 0
+    assert (location / "_delta_log" / f"{2:020d}.json").is_file()  # the log is kept
+    info = _commit(location, 2)
+    assert info["operation"] == "TRUNCATE"
+    assert info["operationMetrics"]["numRemovedFiles"] == "2"
+    before = spark.read.format("delta").option("versionAsOf", 1).load(str(location))
+    assert _rows(before) == [(1, "a"), (2, "b"), (3, "b")]
+    spark.sql("TRUNCATE TABLE trunc")  # nothing left to remove: no new version
+    assert DeltaLog.for_table(str(location)).snapshot().version == 2
+    with pytest.raises(
+        DeltaAnalysisException, match="DELTA_TRUNCATE_TABLE_PARTITION_NOT_SUPPORTED"
+    ):
+        spark.sql("TRUNCATE TABLE trunc PARTITION (p = 'a')")
+    assert DeltaLog.for_table(str(location)).snapshot().version == 2
+    # another format's table is still Spark's to truncate
+    spark.sql("CREATE TABLE trunc_parquet USING parquet AS SELECT 1 AS id")
+    spark.sql("TRUNCATE TABLE trunc_parquet")
+    assert spark.table("trunc_parquet").count() == 0
+
+
 def test_a_non_delta_table_is_not_written_as_delta(spark: Any, names: list[str]) -> None:
     names.append("plain_t")
     spark.range(2).write.format("parquet").saveAsTable("plain_t")

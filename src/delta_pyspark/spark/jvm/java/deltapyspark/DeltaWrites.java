@@ -18,6 +18,7 @@ import org.apache.spark.sql.catalyst.trees.TreeNode;
 import org.apache.spark.sql.catalyst.types.DataTypeUtils;
 import org.apache.spark.sql.execution.command.CreateDataSourceTableAsSelectCommand;
 import org.apache.spark.sql.execution.command.CreateDataSourceTableCommand;
+import org.apache.spark.sql.execution.command.TruncateTableCommand;
 import org.apache.spark.sql.execution.datasources.InsertIntoHadoopFsRelationCommand;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.StructType;
@@ -46,6 +47,10 @@ import scala.collection.immutable.Seq;
  *       empty CREATE TABLE AS SELECT, so version 0 of the log holds the schema, partition
  *       columns and properties, as delta-spark's does. Over an existing table Spark's command
  *       registers it (the log's schema wins, see {@link DeltaSource}).
+ *   <li>{@code TRUNCATE TABLE} of a Delta table: Spark's V1 command would delete every file
+ *       under the table's location, its log too (history and time travel gone). It becomes a
+ *       {@link DeltaCommand} that removes every file in a new version, as delta-spark does;
+ *       a partition spec is refused there, as in delta-spark.
  * </ul>
  */
 public final class DeltaWrites extends Rule {
@@ -73,6 +78,9 @@ public final class DeltaWrites extends Rule {
   static final String CATALOG_OPTION = "__delta_catalog_table";
 
   public TreeNode apply(TreeNode plan) {
+    if (plan instanceof TruncateTableCommand) {
+      return truncate((TruncateTableCommand) plan);
+    }
     if (plan instanceof InsertIntoHadoopFsRelationCommand) {
       return insert((InsertIntoHadoopFsRelationCommand) plan);
     }
@@ -204,6 +212,23 @@ public final class DeltaWrites extends Rule {
   private static boolean isDelta(CatalogTable table) {
     return table.provider().isDefined()
         && "delta".equalsIgnoreCase((String) table.provider().get());
+  }
+
+  private static TreeNode truncate(TruncateTableCommand truncate) {
+    TableIdentifier name = truncate.tableName();
+    CatalogTable table;
+    try {
+      table = SparkSession.active().sessionState().catalog().getTableMetadata(name);
+    } catch (Exception e) { // no such table: Spark's command reports it
+      return truncate;
+    }
+    if (!isDelta(table)) {
+      return truncate;
+    }
+    // the Python statement refuses a partition spec, as delta-spark does
+    String partition = truncate.partitionSpec().isDefined() ? " PARTITION" : "";
+    String sql = "TRUNCATE TABLE " + table.identifier().quotedString() + partition;
+    return new DeltaCommand(sql, scala.collection.immutable.Nil$.MODULE$);
   }
 
   private static boolean hasLog(CatalogTable table) {
