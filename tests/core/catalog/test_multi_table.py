@@ -280,6 +280,7 @@ def _check_atomic_visibility(visible: dict[str, list[str]]) -> None:
                 assert f"{tx_id}@{other}.parquet" in visible[other], (tx_id, name, visible)
 
 
+@pytest.mark.long  # random transactions on both catalogs: CI's second step
 def test_random_transactions_match_a_serial_replay(catalog_url: str, tmp_path: Path) -> None:
     make_tables(catalog_url, tmp_path)
     out = tmp_path / "outcomes.jsonl"

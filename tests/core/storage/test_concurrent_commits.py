@@ -216,6 +216,7 @@ def test_threads_commit_blind_appends_concurrently(
     _assert_log_exact(tmp_path, results, WRITERS * COMMITS_PER_WRITER)
 
 
+@pytest.mark.long  # processes racing: CI's second step
 def test_processes_commit_blind_appends_concurrently(tmp_path: Path) -> None:
     """8 OS processes, released together, each commit N blind appends to one partitioned
     table (crossing several post-commit checkpoints)."""

@@ -420,6 +420,7 @@ def test_five_merges_into_the_same_row_one_commits(spark: Any, tmp_path: Path) -
     assert _rows(spark, path) == _expected(range(40), lambda i: 1000 + w if i == 7 else i * 10)
 
 
+@pytest.mark.long  # forty racing DELETEs: CI's second step
 def test_forty_concurrent_deletes_of_disjoint_rows_all_commit(spark: Any, tmp_path: Path) -> None:
     path = str(tmp_path / "t")
     _make(spark, path, n=800, files=2)
