@@ -439,6 +439,7 @@ def _replay(
         assert counts_ours == counts_rs, f"affected-row counts differ after {context}"
 
 
+@pytest.mark.long  # eight random operations per seed: CI's second step (the chosen cases run)
 @pytest.mark.parametrize(
     ("seed", "dv"), [*((s, False) for s in SEEDS), *((s, True) for s in DV_SEEDS)]
 )
