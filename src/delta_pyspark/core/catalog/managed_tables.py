@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 import uuid
 from collections.abc import Callable, Mapping, Sequence
@@ -38,7 +37,7 @@ from delta_pyspark.core.storage.commit_coordinator import (
     RatifiedCommits,
     staged_commit_name,
 )
-from delta_pyspark.core.storage.locations import normalise
+from delta_pyspark.core.storage.locations import normalise, parent
 from delta_pyspark.core.storage.log_store import LogStore, log_store_for
 from delta_pyspark.core.transaction.optimistic_transaction import Transaction
 from delta_pyspark.core.transaction.table_definition import create_table
@@ -209,7 +208,7 @@ class Catalog:
     ) -> Catalog:
         backend = open_backend(url)
         if warehouse is None and hasattr(backend, "path"):
-            warehouse = os.path.dirname(str(backend.path))
+            warehouse = parent(str(backend.path))  # beside the SQLite file
         return cls(backend, warehouse, store, auto_publish, allow_maintenance)
 
     def close(self) -> None:
