@@ -7,7 +7,11 @@ the PySpark exception delta-spark users catch for the same error (``AnalysisExce
 
 from __future__ import annotations
 
+import re
 from typing import ClassVar
+
+#: a message opening with delta-spark's condition in brackets, as delta-spark's own do
+_CONDITION = re.compile(r"\[([A-Z_][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)\] ")
 
 
 class DeltaError(Exception):
@@ -16,6 +20,14 @@ class DeltaError(Exception):
     #: delta-spark's error class for this error, where it has exactly one (PySpark's
     #: ``getCondition()``); None where delta-spark's depends on the case.
     error_class: ClassVar[str | None] = None
+
+    @property
+    def condition(self) -> str | None:
+        """delta-spark's condition for this error: the one its message opens with
+        (``"[DELTA_...] ..."``, for classes whose condition depends on the case), else the
+        class's ``error_class``."""
+        opening = _CONDITION.match(str(self.args[0])) if self.args else None
+        return opening.group(1) if opening else self.error_class
 
 
 class DeltaAnalysisException(DeltaError):
@@ -38,6 +50,14 @@ class DeltaTableNotFoundError(DeltaAnalysisException):
     """The path holds no Delta table (no ``_delta_log`` or no commits)."""
 
     error_class = "DELTA_MISSING_DELTA_TABLE"
+
+
+class DeltaPathNotFoundError(DeltaTableNotFoundError):
+    """A read of a path where nothing exists (delta-spark's reads say PATH_NOT_FOUND there,
+    as Spark's do for any source; an existing directory without a log is
+    DELTA_MISSING_DELTA_TABLE)."""
+
+    error_class = "PATH_NOT_FOUND"
 
 
 class VersionNotFoundError(DeltaAnalysisException):
@@ -105,9 +125,8 @@ class FileAlreadyExistsError(DeltaError):
 
 
 class SchemaMismatchError(DeltaAnalysisException):
-    """Data written does not match the table schema (delta-spark's schema enforcement)."""
-
-    error_class = "DELTA_METADATA_MISMATCH"
+    """Data written does not match the table schema (delta-spark's schema enforcement); its
+    message opens with delta-spark's condition for the case."""
 
 
 class MergeMultipleMatchesError(DeltaUnsupportedOperationException):
@@ -122,20 +141,19 @@ class InvariantViolationError(DeltaError):
 
 class GeneratedColumnError(DeltaAnalysisException):
     """A generated column delta-spark refuses (an expression over a missing or generated
-    column, non-deterministic, of the wrong type, ...). ``condition`` is delta-spark's error
-    class for the case (e.g. ``DELTA_INVALID_GENERATED_COLUMN_REFERENCES``)."""
-
-    def __init__(self, message: str, condition: str | None = None) -> None:
-        super().__init__(message)
-        self.condition = condition
-        self._errorClass = condition  # PySpark's getCondition() (and getMessage()) read it
-
-    def __reduce__(self) -> tuple[type, tuple[str, str | None]]:
-        return (type(self), (str(self.args[0]), self.condition))
+    column, non-deterministic, of the wrong type, ...); its message opens with delta-spark's
+    condition for the case (e.g. ``DELTA_INVALID_GENERATED_COLUMN_REFERENCES``)."""
 
 
 class DeltaConcurrentModificationException(DeltaError):
     """Base of every optimistic-concurrency conflict: the transaction committed nothing."""
+
+
+class ConcurrentWriteException(DeltaConcurrentModificationException):
+    """A commit the table's commit coordinator (its catalog) refused because another
+    commit took the version first."""
+
+    error_class = "DELTA_CONCURRENT_WRITE"
 
 
 class ConcurrentAppendException(DeltaConcurrentModificationException):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
 
@@ -34,12 +34,10 @@ from delta_pyspark.spark.catalog.session_catalog import lookup, register, table_
 from delta_pyspark.spark.columns.generated_columns import validate as validate_generated_columns
 from delta_pyspark.spark.commands.delete import execute_delete
 from delta_pyspark.spark.commands.merge import DeltaMergeBuilder
+from delta_pyspark.spark.commands.optimize import DeltaOptimizeBuilder
 from delta_pyspark.spark.commands.update import execute_update
 from delta_pyspark.spark.sources.activation import install, load_table
 from delta_pyspark.spark.types import from_spark_schema
-
-if TYPE_CHECKING:
-    from delta_pyspark.spark.commands.optimize import DeltaOptimizeBuilder
 
 # The columns of ``history()`` and ``detail()`` (and of SQL DESCRIBE HISTORY / DETAIL).
 HISTORY_DDL = (
@@ -251,8 +249,6 @@ class DeltaTable:
 
     def optimize(self) -> DeltaOptimizeBuilder:
         """Start an OPTIMIZE (bin-packing compaction or Z-ordering) of this table."""
-        from delta_pyspark.spark.commands.optimize import DeltaOptimizeBuilder
-
         return DeltaOptimizeBuilder(self._spark, self._log)
 
     def reorgPurge(self, condition: str | None = None) -> DataFrame:
@@ -582,13 +578,21 @@ class DeltaTableBuilder:
         path = self._location or table_location(self._spark, self._name or "")
         log = DeltaLog.for_table(path)
         exists = log.is_delta_table()
+        shown = f"`{self._name}`" if self._name else path
         if exists and self._mode == "create":
-            raise DeltaAnalysisException(f"table {self._name or path} already exists")
+            raise DeltaAnalysisException(
+                f"[TABLE_OR_VIEW_ALREADY_EXISTS] Cannot create table or view {shown} because "
+                "it already exists"
+            )
         if exists and self._mode == "createIfNotExists":
             return DeltaTable(self._spark, path)
         if not exists and self._mode == "replace":
             raise DeltaAnalysisException(
-                f"table {self._name or path} does not exist; cannot replace"
+                f"[TABLE_OR_VIEW_NOT_FOUND] The table or view {shown} cannot be found: replace() "
+                "needs an existing table (createOrReplace() makes one)"
+                if self._name
+                else f"[DELTA_CANNOT_REPLACE_MISSING_TABLE] Table {path} cannot be replaced as "
+                "it does not exist: createOrReplace() makes one"
             )
         if not self._fields:
             raise DeltaAnalysisException("a new table needs at least one column")

@@ -1,5 +1,5 @@
-"""Run delta-spark's own Python API tests (``python/delta/tests/test_deltatable.py``) against
-delta-pyspark, changing only their imports and session set-up.
+"""Run delta-spark's own Python API tests (``python/delta/tests/test_deltatable.py`` and
+``test_sql.py``) against delta-pyspark, changing only their imports and session set-up.
 
 Usage::
 
@@ -24,41 +24,39 @@ import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-TEST_FILE = "python/delta/tests/test_deltatable.py"
+#: delta-spark's test files run here, with their test classes
+TEST_FILES = {
+    "python/delta/tests/test_deltatable.py": "DeltaTableTests",
+    "python/delta/tests/test_sql.py": "DeltaSqlTests",
+}
 UTILS_FILE = "python/delta/testing/utils.py"
-TEST_CLASS = "DeltaTableTests"
 SRC = Path(__file__).resolve().parents[2] / "src"
 
-_GENERATED = "generated columns (filed separately): its table has a generatedAlwaysAs column"
-
-# test name -> why it cannot pass here (features filed elsewhere, or JVM-only test fixtures)
+# (file, test) -> why it cannot pass here (delta-spark's test-only JVM classes and features)
 DESELECTED = {
-    "test_cdc": "change data feed (filed separately)",
-    "test_dropFeatureSupport": "dropping table features (filed separately), shown with "
-    "delta-spark's test-only features (testRemovableWriter)",
-    # the tables of these are built with a generated column (``__build_delta_table``)
-    "test_create_table_with_name_only": _GENERATED,
-    "test_create_table_with_location_only": _GENERATED,
-    "test_create_table_with_name_and_location": _GENERATED,
-    "test_create_table_behavior": _GENERATED,
-    "test_replace_table_with_name_only": _GENERATED,
-    "test_replace_table_with_location_only": _GENERATED,
-    "test_replace_table_with_name_and_location": _GENERATED,
-    "test_replace_table_behavior": _GENERATED,
-    "test_verify_paritionedBy_compatibility": _GENERATED,
-    "test_forPathWithOptions": (
+    ("test_deltatable.py", "test_dropFeatureSupport"): (
+        "adds and drops delta-spark's test-only table features (testRemovableWriter, ...), "
+        "which exist only in a JVM started with spark.testing; refused by name here "
+        "(DELTA_UNSUPPORTED_FEATURES_IN_CONFIG)"
+    ),
+    ("test_deltatable.py", "test_verify_paritionedBy_compatibility"): (
+        "calls partitionedBy on the builder's private py4j object (_jbuilder) with a Scala "
+        "Seq; delta-pyspark's DeltaTableBuilder is Python and has no JVM builder"
+    ),
+    ("test_deltatable.py", "test_forPathWithOptions"): (
         "needs org.apache.spark.sql.delta.FakeFileSystem from delta-spark's test jar; "
         "forPath refuses hadoopConf by name (the log is not read through Hadoop)"
     ),
 }
 
-# The only rewrites: imports of delta-spark's modules, and its session settings.
+# The only rewrites: imports of delta-spark's modules (those a file has), and its session
+# settings.
 _IMPORTS = [
     (
         "from delta.tables import DeltaTable, DeltaTableBuilder, DeltaOptimizeBuilder, "
         "IdentityGenerator",
-        "from delta_pyspark.tables import DeltaTable, DeltaTableBuilder, IdentityGenerator\n"
-        "from delta_pyspark.spark.commands.optimize import DeltaOptimizeBuilder",
+        "from delta_pyspark.tables import DeltaTable, DeltaTableBuilder, DeltaOptimizeBuilder, "
+        "IdentityGenerator",
     ),
     (
         "from delta.testing.utils import DeltaTestCase",
@@ -94,11 +92,19 @@ def _replace(text: str, old: str, new: str, what: str) -> str:
     return text.replace(old, new)
 
 
-def prepare(delta: Path, rev: str, out: Path) -> Path:
-    """Write the rewritten test file and our stand-in for ``delta.testing.utils`` to ``out``."""
-    tests = _read(delta, TEST_FILE, rev)
-    for old, new in _IMPORTS:
-        tests = _replace(tests, old, new, TEST_FILE)
+def prepare(delta: Path, rev: str, out: Path) -> list[Path]:
+    """Write the rewritten test files and our stand-in for ``delta.testing.utils`` to ``out``."""
+    targets = []
+    for rel in TEST_FILES:
+        tests = _read(delta, rel, rev)
+        for old, new in _IMPORTS:
+            if old.split(" import ")[0] in tests:
+                tests = _replace(tests, old, new, rel)
+        if "from delta." in tests or "import delta." in tests:
+            sys.exit(f"cannot rewrite {rel}: it imports a delta-spark module not rewritten here")
+        target = out / Path(rel).name
+        target.write_text(tests)
+        targets.append(target)
     utils, count = _DELTA_SPARK_CONFS.subn(_OUR_CONFS, _read(delta, UTILS_FILE, rev))
     if count != 1:
         sys.exit(f"cannot rewrite {UTILS_FILE}: delta-spark's session settings not found")
@@ -111,9 +117,7 @@ def prepare(delta: Path, rev: str, out: Path) -> Path:
         UTILS_FILE,
     )
     (out / "delta_pyspark_testing.py").write_text(utils)
-    target = out / "test_deltatable.py"
-    target.write_text(tests)
-    return target
+    return targets
 
 
 def _counts(report: Path) -> dict[str, int]:
@@ -139,8 +143,9 @@ def main(argv: list[str] | None = None) -> int:
     options = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="delta-spark-tests-") as tmp:
         out = Path(tmp)
-        target = prepare(options.delta, options.rev, out)
-        deselect = [f"--deselect={target.name}::{TEST_CLASS}::{name}" for name in DESELECTED]
+        targets = prepare(options.delta, options.rev, out)
+        classes = {Path(rel).name: cls for rel, cls in TEST_FILES.items()}
+        deselect = [f"--deselect={file}::{classes[file]}::{name}" for file, name in DESELECTED]
         report = out / "report.xml"
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(SRC), str(out)]))
         env.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -149,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
                 sys.executable,
                 "-m",
                 "pytest",
-                target.name,
+                *(t.name for t in targets),
                 "-p",
                 "no:cacheprovider",
                 "-o",
@@ -165,12 +170,12 @@ def main(argv: list[str] | None = None) -> int:
         )
         counts = _counts(report) if report.exists() else {}
     print(
-        f"\ndelta-spark {TEST_FILE}: {counts.get('passed', 0)} passed / "
+        f"\ndelta-spark {', '.join(TEST_FILES)}: {counts.get('passed', 0)} passed / "
         f"{counts.get('failed', 0) + counts.get('errors', 0)} failed / "
         f"{len(DESELECTED)} deselected ({counts.get('skipped', 0)} skipped)"
     )
-    for name, reason in DESELECTED.items():
-        print(f"  deselected {name}: {reason}")
+    for (file, name), reason in DESELECTED.items():
+        print(f"  deselected {file}::{name}: {reason}")
     return run.returncode
 
 

@@ -25,9 +25,14 @@ classes.append(restore.RestoreMissingFilesError)
 for cls in classes:
     for base in cls.__mro__:
         assert base.__module__ in ("builtins", ex.__name__, restore.__name__), (cls, base)
-err = ex.SchemaMismatchError("bad schema")
-assert (str(err), err.args, ex.SchemaMismatchError.error_class) == (
-    "bad schema", ("bad schema",), "DELTA_METADATA_MISMATCH")
+err = ex.SchemaMismatchError("[DELTA_FAILED_TO_MERGE_FIELDS] bad schema")
+assert (str(err), err.args, err.condition) == (
+    "[DELTA_FAILED_TO_MERGE_FIELDS] bad schema",
+    ("[DELTA_FAILED_TO_MERGE_FIELDS] bad schema",),
+    "DELTA_FAILED_TO_MERGE_FIELDS",
+)
+assert ex.DeltaTableNotFoundError("x").condition == "DELTA_MISSING_DELTA_TABLE"
+assert ex.DeltaAnalysisException("[1, 2] are not a condition").condition is None
 feature = pickle.loads(pickle.dumps(ex.UnsupportedTableFeatureError("needs x", ["x"])))
 assert (str(feature), feature.features) == ("needs x", ["x"])
 missing = pickle.loads(pickle.dumps(restore.RestoreMissingFilesError("gone", ["a.parquet"])))
@@ -41,4 +46,4 @@ def test_exception_classes_are_plain_without_pyspark() -> None:
         [sys.executable, "-c", _CHECK], capture_output=True, text=True, timeout=120
     )
     assert run.returncode == 0, run.stderr
-    assert run.stdout.split() == ["54", "False"]
+    assert run.stdout.split() == ["56", "False"]

@@ -86,11 +86,14 @@ def _literal(value: Any) -> str:
 
 
 def _frame(spark: Any, data: dict[str, Any]) -> Any:
-    """A DataFrame of the given rows and DDL schema, made by a SQL ``VALUES`` list: a local
-    relation planned in the JVM, so no Python worker is started (``createDataFrame`` on a list
-    ships the rows through one, which costs seconds per script)."""
+    """A DataFrame of a query (``{"sql": ...}``, e.g. over a ``view``), or of the given rows
+    and DDL schema, made by a SQL ``VALUES`` list: a local relation planned in the JVM, so no
+    Python worker is started (``createDataFrame`` on a list ships the rows through one, which
+    costs seconds per script)."""
     from pyspark.sql.types import _parse_datatype_string
 
+    if "sql" in data:
+        return spark.sql(data["sql"])
     schema = _parse_datatype_string(data["schema"])
     columns = ", ".join(
         f"CAST(col{i + 1} AS {f.dataType.simpleString()}) AS `{f.name}`"
@@ -142,8 +145,18 @@ def _create(spark: Any, tables: ModuleType, op: Op) -> Any:
     return None
 
 
+def _view(spark: Any, tables: ModuleType, op: Op) -> Any:
+    """A temporary view of a table by path (``format``: delta, parquet, ...)."""
+    reader = spark.read.format(op.get("format", "delta"))
+    reader.load(op["path"]).createOrReplaceTempView(op["name"])
+    return None
+
+
 def _write(spark: Any, tables: ModuleType, op: Op) -> Any:
-    writer = _frame(spark, op).write.format(op.get("format", "delta"))
+    frame = _frame(spark, op)
+    if op.get("repartition"):
+        frame = frame.repartition(op["repartition"])
+    writer = frame.write.format(op.get("format", "delta"))
     writer = writer.mode(op.get("mode", "append"))
     if op.get("partitionBy"):
         writer = writer.partitionBy(*op["partitionBy"])
@@ -259,6 +272,7 @@ def _drop_feature(spark: Any, tables: ModuleType, op: Op) -> Any:
 
 OPERATIONS: dict[str, Callable[[Any, ModuleType, Op], Any]] = {
     "sql": _sql,
+    "view": _view,
     "conf": _conf,
     "create": _create,
     "write": _write,

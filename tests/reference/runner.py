@@ -34,8 +34,17 @@ class ReferenceWorkerError(RuntimeError):
 class ReferenceRunner:
     """A delta-spark worker process executing scripts of operations (``operations.py``)."""
 
-    def __init__(self, jars: list[Path], workdir: Path) -> None:
+    def __init__(
+        self,
+        jars: list[Path],
+        workdir: Path,
+        conf: dict[str, str] | None = None,
+        script_timeout: float = SCRIPT_TIMEOUT,
+    ) -> None:
+        """``conf``: session settings over the worker's (benchmarks give both sides the
+        same memory and shuffle partitions); ``script_timeout``: seconds a script may take."""
         workdir.mkdir(parents=True, exist_ok=True)
+        self.script_timeout = script_timeout
         self.log_path = workdir / "worker.log"
         self._log: IO[bytes] = self.log_path.open("wb")
         env = dict(os.environ, PYSPARK_PYTHON=sys.executable)
@@ -45,6 +54,7 @@ class ReferenceRunner:
                 str(WORKER),
                 os.pathsep.join(str(j) for j in jars),
                 str(workdir / "warehouse"),
+                json.dumps(conf or {}),
             ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -83,7 +93,7 @@ class ReferenceRunner:
 
     def results(self) -> list[Result]:
         """The answer to the script ``submit`` sent: one result per operation."""
-        results: list[Result] = self._receive(SCRIPT_TIMEOUT)["results"]
+        results: list[Result] = self._receive(self.script_timeout)["results"]
         return results
 
     def run(self, ops: list[Op]) -> list[Result]:

@@ -172,21 +172,9 @@ FEATURES = [
 ]
 FEATURE_IDS = [f.name for f in FEATURES]
 
-_LEGACY_PROTOCOL = (
-    "disagreement: delta-pyspark gives a new table the lowest legacy protocol implying the "
-    "feature ({}), which also implies features the table does not use; delta-spark 4.0.1 "
-    "creates writer version 7 listing appendOnly, invariants and the feature. Both are valid "
-    "(PROTOCOL.md Table Features) and each reads the other's (see the read tests); "
-    "delta-pyspark's choice is pinned by its own protocol tests, so changing it is a decision "
-    "for the maintainers"
-)
-#: (test, feature) -> why the two implementations disagree there (strict xfails)
-DISAGREEMENTS: dict[tuple[str, str], str] = {
-    ("test_same_detail", "columnMapping-name"): _LEGACY_PROTOCOL.format("(2, 5)"),
-    ("test_same_detail", "columnMapping-id"): _LEGACY_PROTOCOL.format("(2, 5)"),
-    ("test_same_detail", "identityColumns"): _LEGACY_PROTOCOL.format("(1, 6)"),
-    ("test_same_detail", "changeDataFeed"): _LEGACY_PROTOCOL.format("(1, 4)"),
-}
+#: (test, feature) -> why the two implementations disagree there (strict xfails); empty since
+#: new tables get delta-spark's protocol (its weakest form, see ``protocol_for``)
+DISAGREEMENTS: dict[tuple[str, str], str] = {}
 
 
 def features_of(test: str) -> list[Any]:

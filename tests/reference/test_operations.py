@@ -188,21 +188,7 @@ def test_same_history(
     assert ours == theirs
 
 
-@pytest.mark.parametrize(
-    "setup",
-    [
-        pytest.param(
-            "plain",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="disagreement: a new table with the change data feed gets the legacy "
-                "protocol (1, 4) from delta-pyspark, (1, 7) listing appendOnly, invariants, "
-                "changeDataFeed from delta-spark 4.0.1 (both valid; see test_feature_tables)",
-            ),
-        ),
-        "partitioned-deletionVectors",
-    ],
-)
+@pytest.mark.parametrize("setup", ["plain", "partitioned-deletionVectors"])
 def test_same_detail(ran: Callable[[str], dict[str, list[Result]]], setup: str) -> None:
     results = ran(setup)
     ours = value(_named(results["ours"], len(STEP_NAMES))["detail"])

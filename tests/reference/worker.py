@@ -17,7 +17,8 @@ replay in two partitions instead of 50 (``spark.databricks.delta.snapshotPartiti
 tuning knob, the 50 tasks per snapshot of a tiny table dominated each read); everything else
 is Spark's and delta-spark's default (ANSI mode on).
 
-Usage: ``python worker.py JARS WAREHOUSE`` (JARS joined with ``os.pathsep``).
+Usage: ``python worker.py JARS WAREHOUSE CONF`` (JARS joined with ``os.pathsep``; CONF a JSON
+object of settings over these).
 """
 
 from __future__ import annotations
@@ -36,8 +37,9 @@ def _protocol_stream() -> TextIO:
     return out
 
 
-def build_session(jars: list[str], warehouse: str) -> Any:
-    """delta-spark's SparkSession (see the module docstring for the settings and why)."""
+def build_session(jars: list[str], warehouse: str, conf: dict[str, str]) -> Any:
+    """delta-spark's SparkSession (see the module docstring for the settings and why), with
+    ``conf`` over them."""
     from pyspark.sql import SparkSession
 
     builder = (
@@ -57,6 +59,8 @@ def build_session(jars: list[str], warehouse: str) -> Any:
         .config("spark.driver.memory", "1g")
         .config("spark.databricks.delta.snapshotPartitions", "2")
     )
+    for key, value in conf.items():
+        builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     return session
@@ -64,12 +68,12 @@ def build_session(jars: list[str], warehouse: str) -> Any:
 
 def main(argv: list[str]) -> int:
     out = _protocol_stream()
-    jars, warehouse = argv[0].split(os.pathsep), argv[1]
+    jars, warehouse, conf = argv[0].split(os.pathsep), argv[1], json.loads(argv[2])
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     import delta.tables  # delta-spark's Python API (the delta-spark wheel)
     from operations import execute  # beside this script, on sys.path[0]
 
-    spark = build_session(jars, warehouse)
+    spark = build_session(jars, warehouse, conf)
     ready = {"ready": True, "spark": spark.version, "pid": os.getpid()}
     out.write(json.dumps(ready) + "\n")
     for line in sys.stdin:

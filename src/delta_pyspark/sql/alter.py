@@ -35,10 +35,19 @@ from delta_pyspark.sql.text import (
 )
 from delta_pyspark.tables import DeltaTable
 
+#: clauses that change only a named table's catalog entry (its name, its location), never
+#: the table's log: Spark's own commands run them, as with delta-spark (a managed table's
+#: directory moves with its name, log included); a table given by path has no entry
+_CATALOG_CLAUSES = (("RENAME", "TO"), ("SET", "LOCATION"))
 
-def alter(p: StatementParser) -> Statement:
-    """ALTER TABLE: every clause may change what the catalog entry shows."""
-    return replace(_clause(p, p.table()), changes_schema=True)
+
+def alter(p: StatementParser) -> Statement | None:
+    """ALTER TABLE: every clause may change what the catalog entry shows; None for the
+    clauses Spark runs itself."""
+    table = p.table()
+    if table.delta_path is None and any(p.at(*words) for words in _CATALOG_CLAUSES):
+        return None
+    return replace(_clause(p, table), changes_schema=True)
 
 
 def _clause(p: StatementParser, table: TableRef) -> Statement:

@@ -214,7 +214,9 @@ def test_deletion_vectors_upgrade_the_protocol_and_stay(log: DeltaLog) -> None:
 
 def test_legacy_upgrades(log: DeltaLog) -> None:
     set_properties(log, {"delta.enableChangeDataFeed": "true"})
-    assert log.snapshot().protocol == Protocol(1, 4)
+    cdf = frozenset({"appendOnly", "invariants", "changeDataFeed"})
+    assert log.snapshot().protocol == Protocol(1, 7, None, cdf)
+    # versions asked of it add the features they imply; (2, 5) is then exactly those
     set_properties(log, {"delta.minWriterVersion": "5", "delta.minReaderVersion": "2"})
     assert log.snapshot().protocol == Protocol(2, 5)
     assert "delta.minWriterVersion" not in log.snapshot().configuration  # protocol only
@@ -244,7 +246,9 @@ def test_explicit_feature_support(log: DeltaLog) -> None:
 def test_column_mapping_none_to_name(log: DeltaLog) -> None:
     set_properties(log, {"delta.columnMapping.mode": "name"})
     snap = log.snapshot()
-    assert snap.protocol == Protocol(2, 5)
+    assert snap.protocol == Protocol(
+        2, 7, None, frozenset({"appendOnly", "invariants", "columnMapping"})
+    )
     assert snap.configuration["delta.columnMapping.mode"] == "name"
     assert snap.configuration["delta.columnMapping.maxColumnId"] == "4"
     fields = {f.name: f for f in snap.schema.fields}

@@ -154,7 +154,9 @@ def test_explicit_values_and_updates() -> None:
 
 
 def test_protocol_declares_identity_columns() -> None:
-    assert protocol_for(_schema(), {}) == Protocol(1, 6)
+    assert protocol_for(_schema(), {}) == Protocol(
+        1, 7, None, frozenset({"appendOnly", "invariants", "identityColumns"})
+    )
     with_ntz = StructType((*_schema().fields, StructField("t", PrimitiveType("timestamp_ntz"))))
     upgraded = protocol_for(with_ntz, {})
     assert (upgraded.min_reader_version, upgraded.min_writer_version) == (3, 7)

@@ -654,6 +654,7 @@ def test_write_compatible_rejects_nested_type_difference() -> None:
     data = s(StructField("p", s(StructField("q", ArrayType(s(StructField("r", STRING)))))))
     msg = _mismatch(table, data)
     assert "p.q.element.r" in msg and "string" in msg and "integer" in msg
+    assert msg.startswith("[DELTA_FAILED_TO_MERGE_FIELDS] Failed to merge fields")
     assert " |    |    |    |-- r: integer (nullable = true)" in msg
 
 

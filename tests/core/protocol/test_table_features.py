@@ -51,5 +51,12 @@ def test_protocol_for_properties_follows_the_registry() -> None:
     assert widened.writer_features is not None and "typeWidening" in widened.writer_features
     assert widened.reader_features is not None and "typeWidening" in widened.reader_features
     assert protocol_for(schema, {"delta.appendOnly": "true"}) == Protocol(1, 2)
-    assert protocol_for(schema, {"delta.enableChangeDataFeed": "true"}) == Protocol(1, 4)
+    # the weakest form, as delta-spark's: (1, 4) would also claim checkConstraints and
+    # generatedColumns; (1, 3) holds exactly appendOnly, invariants and checkConstraints
+    assert protocol_for(schema, {"delta.enableChangeDataFeed": "true"}) == Protocol(
+        1, 7, None, frozenset({"appendOnly", "invariants", "changeDataFeed"})
+    )
+    assert protocol_for(schema, {"delta.constraints.c": "true"}) == Protocol(1, 3)
+    mapped = protocol_for(schema, {"delta.columnMapping.mode": "name"})
+    assert mapped == Protocol(2, 7, None, frozenset({"appendOnly", "invariants", "columnMapping"}))
     assert protocol_for(schema, {"delta.enableTypeWidening": "false"}) == Protocol(1, 2)

@@ -14,6 +14,7 @@ from pyspark.sql.types import IntegerType, StructField
 from data_paths import TESTDATA
 from delta_pyspark.core.snapshot.delta_log import DeltaLog
 from delta_pyspark.exceptions import (
+    DeltaAnalysisException,
     DeltaIllegalArgumentException,
     DeltaTableNotFoundError,
     DeltaTypeError,
@@ -186,6 +187,23 @@ def test_table_builder_arguments(spark: Any, tmp_path: Path) -> None:
     assert not Path(location).exists()
     created = builder.addColumn("a", "int").partitionedBy(["a"]).property("k", "v").execute()
     assert created.detail().first().partitionColumns == ["a"]
+
+
+def test_table_builder_existence_errors_name_their_condition(spark: Any, tmp_path: Path) -> None:
+    """As delta-spark's: create() of an existing table, replace() of a missing one."""
+    location = str(tmp_path / "t")
+    with pytest.raises(DeltaAnalysisException, match="cannot be replaced") as err:
+        DeltaTable.replace(spark).location(location).addColumn("a", "int").execute()
+    assert err.value.getCondition() == "DELTA_CANNOT_REPLACE_MISSING_TABLE"
+    with pytest.raises(DeltaAnalysisException, match="`builder_nothing` cannot be found") as err:
+        DeltaTable.replace(spark).tableName("builder_nothing").addColumn("a", "int").execute()
+    assert err.value.getCondition() == "TABLE_OR_VIEW_NOT_FOUND"
+    assert not Path(location).exists()
+    DeltaTable.create(spark).location(location).addColumn("a", "int").execute()
+    with pytest.raises(DeltaAnalysisException, match="because it already exists") as err:
+        DeltaTable.create(spark).location(location).addColumn("b", "int").execute()
+    assert err.value.getCondition() == "TABLE_OR_VIEW_ALREADY_EXISTS"
+    assert DeltaLog(location).snapshot().version == 0
 
 
 def test_optimize_zorder_columns(table: DeltaTable) -> None:

@@ -31,6 +31,7 @@ EXPECTED = {
     ex.DeltaAnalysisException: AnalysisException,
     ex.DeltaParseException: ParseException,
     ex.DeltaTableNotFoundError: AnalysisException,
+    ex.DeltaPathNotFoundError: AnalysisException,
     ex.VersionNotFoundError: AnalysisException,
     ex.DeltaSchemaChangedError: AnalysisException,
     ex.SchemaMismatchError: AnalysisException,
@@ -50,6 +51,7 @@ EXPECTED = {
     ex.VacuumLiteUnavailableError: PySparkException,
     ex.InvariantViolationError: PySparkException,
     ex.DeltaConcurrentModificationException: PySparkException,
+    ex.ConcurrentWriteException: PySparkException,
     ex.ConcurrentAppendException: PySparkException,
     ex.ConcurrentDeleteReadException: PySparkException,
     ex.ConcurrentDeleteDeleteException: PySparkException,
@@ -123,13 +125,18 @@ def test_error_is_its_pyspark_base_and_keeps_its_message(cls: type[ex.DeltaError
         assert again.features == ["futureFeature"]  # type: ignore[attr-defined]
 
 
-def test_generated_column_error_carries_its_condition() -> None:
-    err = ex.GeneratedColumnError("bad expression", "DELTA_UDF_IN_GENERATED_COLUMN")
-    assert isinstance(err, AnalysisException) and str(err) == "bad expression"
+def test_a_message_opening_with_a_condition_carries_it() -> None:
+    """Classes whose condition depends on the case open their message with it."""
+    text = "[DELTA_UDF_IN_GENERATED_COLUMN] bad expression"
+    err = ex.GeneratedColumnError(text)
+    assert isinstance(err, AnalysisException) and str(err) == text
     assert err.getCondition() == "DELTA_UDF_IN_GENERATED_COLUMN" == err.condition
-    assert err.getMessage() == "[DELTA_UDF_IN_GENERATED_COLUMN] bad expression"
+    assert err.getMessage() == text
     again = pickle.loads(pickle.dumps(err))
-    assert (str(again), again.getCondition()) == ("bad expression", err.condition)
+    assert (str(again), again.getCondition()) == (text, err.condition)
+    nested = ex.DeltaAnalysisException("[UNRESOLVED_COLUMN.WITH_SUGGESTION] `x` is unknown")
+    assert nested.getCondition() == "UNRESOLVED_COLUMN.WITH_SUGGESTION"
+    assert ex.DeltaAnalysisException("[1, 2] is a list").getCondition() is None
 
 
 def test_illegal_argument_is_still_a_value_error() -> None:
@@ -158,7 +165,7 @@ def test_schema_mismatch_on_append_is_an_analysis_exception(spark: Any, tmp_path
     with pytest.raises(AnalysisException, match="age") as caught:
         extra.write.format("delta").mode("append").save(path)
     assert type(caught.value) is ex.SchemaMismatchError
-    assert caught.value.getCondition() == "DELTA_METADATA_MISMATCH"
+    assert caught.value.getCondition() == "_LEGACY_ERROR_TEMP_DELTA_0007"
     assert DeltaLog(path).snapshot().version == 0
 
 
@@ -168,6 +175,19 @@ def test_for_path_on_a_non_table_is_an_analysis_exception(spark: Any, tmp_path: 
         DeltaTable.forPath(spark, str(tmp_path / "plain"))
     assert type(caught.value) is ex.DeltaTableNotFoundError
     assert caught.value.getMessage().startswith("[DELTA_MISSING_DELTA_TABLE] ")
+
+
+def test_reading_a_missing_path_is_path_not_found(spark: Any, tmp_path: Path) -> None:
+    """As delta-spark (and Spark for any source): nothing there is PATH_NOT_FOUND; a
+    directory without a log is DELTA_MISSING_DELTA_TABLE."""
+    with pytest.raises(AnalysisException, match="Path does not exist") as caught:
+        spark.read.format("delta").load(str(tmp_path / "nothing")).collect()
+    assert type(caught.value) is ex.DeltaPathNotFoundError
+    assert caught.value.getCondition() == "PATH_NOT_FOUND"
+    (tmp_path / "plain").mkdir()
+    with pytest.raises(AnalysisException, match="is not a Delta table") as caught:
+        spark.read.format("delta").load(str(tmp_path / "plain")).collect()
+    assert caught.value.getCondition() == "DELTA_MISSING_DELTA_TABLE"
 
 
 def test_time_travel_past_the_log_through_the_planner(spark: Any, tmp_path: Path) -> None:
@@ -265,3 +285,21 @@ def test_other_extensions_are_kept() -> None:
     builder = SparkSession.Builder().config("spark.sql.extensions", "my.Extension")
     configure_spark_with_delta(builder)
     assert builder._options["spark.sql.extensions"].split(",")[0] == "my.Extension"
+
+
+def test_delta_spark_public_names_are_importable_from_ours() -> None:
+    """Code ported from delta-spark imports the same classes from ``delta_pyspark``
+    (delta-spark's own Python package is in the test extra: its names are read, not copied)."""
+    import delta.exceptions
+    import delta.tables
+
+    import delta_pyspark.tables
+
+    for theirs, ours in ((delta.tables, delta_pyspark.tables), (delta.exceptions, ex)):
+        names = {
+            name
+            for name, value in vars(theirs).items()
+            if isinstance(value, type) and value.__module__.startswith("delta.")
+        }
+        assert len(names) >= 5, theirs
+        assert names <= set(vars(ours)), sorted(names - set(vars(ours)))

@@ -115,8 +115,9 @@ def test_existing_violations_refuse_the_constraint(spark: Any, table: str) -> No
     ).save(table)
     dt = DeltaTable.forPath(spark, table)
     # v IS NULL counts as a violation, as in delta-spark (NOT expr OR expr IS UNKNOWN)
-    with pytest.raises(InvariantViolationError) as e:
+    with pytest.raises(DeltaAnalysisException) as e:
         dt.addConstraint("small", "v < 50")
+    assert e.value.getCondition() == "DELTA_NEW_CHECK_CONSTRAINT_VIOLATION"
     msg = str(e.value)
     assert "6 rows" in msg  # 50, 60, 70, 80, 90 and the NULL
     assert "CHECK constraint small (v < 50)" in msg

@@ -173,7 +173,7 @@ def test_update_nested_field(spark: Any, tmp_path: Path):
 def test_update_unknown_column_is_rejected(spark: Any, table: tuple[str, bool]):
     path, _ = table
     version = DeltaLog(path).snapshot().version
-    with pytest.raises(DeltaAnalysisException, match="cannot resolve column 'nope'"):
+    with pytest.raises(DeltaAnalysisException, match="`nope` cannot be resolved"):
         DeltaTable.forPath(spark, path).update("id = 1", {"nope": "1"})
     assert DeltaLog(path).snapshot().version == version
 

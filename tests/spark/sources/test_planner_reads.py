@@ -271,8 +271,12 @@ def test_column_mapped_table_with_deletion_vectors(spark: Any, tmp_path: Path) -
 
 
 def test_a_missing_table_is_a_clear_error(spark: Any, tmp_path: Path) -> None:
-    with pytest.raises(DeltaTableNotFoundError, match="not a Delta table"):
+    with pytest.raises(DeltaTableNotFoundError, match="Path does not exist") as e:
         spark.sql(f"SELECT * FROM delta.`{tmp_path}/nothing`").collect()
+    assert e.value.getCondition() == "PATH_NOT_FOUND"
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(DeltaTableNotFoundError, match="not a Delta table"):
+        spark.sql(f"SELECT * FROM delta.`{tmp_path}/empty`").collect()
 
 
 def test_a_data_file_missing_from_storage_is_a_typed_error(spark: Any, tmp_path: Path) -> None:

@@ -22,8 +22,8 @@ from typing import Any, Protocol
 from urllib.parse import urlparse
 
 from delta_pyspark.exceptions import (
+    ConcurrentWriteException,
     DeltaAnalysisException,
-    DeltaConcurrentModificationException,
     DeltaIllegalArgumentException,
     DeltaTableNotFoundError,
 )
@@ -33,7 +33,7 @@ class TableAlreadyExistsError(DeltaAnalysisException):
     """The catalog already has a table of that name (or at that location)."""
 
 
-class CommitConflictError(DeltaConcurrentModificationException):
+class CommitConflictError(ConcurrentWriteException):
     """Ratification lost: another commit already holds the version (nothing was ratified).
 
     ``latest`` maps each losing table id to the latest version the catalog has ratified.

@@ -155,11 +155,14 @@ def _without_keys(conf: dict[str, str], keys: Mapping[str, str]) -> dict[str, st
 def _target_protocol(
     snapshot: Snapshot, schema_string: str, conf: Mapping[str, str], requested: Mapping[str, str]
 ) -> Protocol:
-    """The current protocol plus whatever the new properties need (never a downgrade)."""
+    """The current protocol plus whatever the new properties need (never a downgrade; a
+    legacy writer version asked of a table-features protocol asks for the features it
+    implies, as delta-spark merges it)."""
     current = snapshot.protocol
     for key, attr in ((props.MIN_READER_VERSION, "min_reader_version"),
                       (props.MIN_WRITER_VERSION, "min_writer_version")):  # fmt: skip
-        if key in requested and int(requested[key]) < getattr(current, attr):
+        features_asked = key == props.MIN_WRITER_VERSION and current.min_writer_version >= 7
+        if key in requested and int(requested[key]) < getattr(current, attr) and not features_asked:
             raise DeltaIllegalArgumentException(
                 f"cannot set {key}={requested[key]}: the table already requires "
                 f"{getattr(current, attr)} and protocol versions are never downgraded"

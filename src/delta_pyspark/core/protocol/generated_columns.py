@@ -61,8 +61,8 @@ def check_generation_expressions(schema: StructType) -> None:
         field_type = schema.field(name).type
         if isinstance(field_type, PrimitiveType) and field_type.name == "variant":
             raise GeneratedColumnError(
+                "[DELTA_UNSUPPORTED_DATA_TYPE_IN_GENERATED_COLUMN] "
                 f"VARIANT cannot be the result of a generated column ({name})",
-                "DELTA_UNSUPPORTED_DATA_TYPE_IN_GENERATED_COLUMN",
             )
         try:
             tree = parse_sql(text)
@@ -77,27 +77,27 @@ def _check_tree(name: str, text: str, tree: exp.Expression, allowed: set[str]) -
     for node in tree.walk():
         if isinstance(node, exp.Subquery | exp.Select | exp.Exists):
             raise GeneratedColumnError(
+                "[DELTA_UNSUPPORTED_EXPRESSION_GENERATED_COLUMN] "
                 f"{text} cannot be used in a generated column ({name}): it has a subquery",
-                "DELTA_UNSUPPORTED_EXPRESSION_GENERATED_COLUMN",
             )
         if isinstance(node, exp.Window):
             raise GeneratedColumnError(
+                "[DELTA_UNSUPPORTED_EXPRESSION_GENERATED_COLUMN] "
                 f"{text} cannot be used in a generated column ({name}): it has a window function",
-                "DELTA_UNSUPPORTED_EXPRESSION_GENERATED_COLUMN",
             )
         if isinstance(node, exp.AggFunc):
             raise GeneratedColumnError(
+                "[DELTA_AGGREGATE_IN_GENERATED_COLUMN] "
                 f"Found {node.sql(dialect='spark')}. A generated column cannot use an aggregate "
                 f"expression (column {name}: {text})",
-                "DELTA_AGGREGATE_IN_GENERATED_COLUMN",
             )
         if isinstance(node, exp.Column):
             top = node.parts[0].name if node.parts else node.name
             if top.lower() not in allowed:
                 raise GeneratedColumnError(
+                    "[DELTA_INVALID_GENERATED_COLUMN_REFERENCES] "
                     "A generated column cannot use a non-existent column or another generated "
                     f"column: {name} GENERATED ALWAYS AS ({text}) references {top!r}",
-                    "DELTA_INVALID_GENERATED_COLUMN_REFERENCES",
                 )
 
 
@@ -119,10 +119,10 @@ def check_type_changes(old: StructType, new: StructType) -> None:
         changed = new.find_field(f.name, case_sensitive=False)
         if f.name.lower() in used and changed is not None and changed.type != f.type:
             raise GeneratedColumnError(
+                "[DELTA_GENERATED_COLUMN_UPDATE_TYPE_MISMATCH] "
                 f"Column {f.name} is a generated column or a column used by a generated "
                 f"column. The data type is {type_name(f.type)} and cannot be converted to "
                 f"data type {type_name(changed.type)}",
-                "DELTA_GENERATED_COLUMN_UPDATE_TYPE_MISMATCH",
             )
 
 
@@ -182,7 +182,7 @@ def _after_quoted(text: str, pos: int) -> int:
                 continue
             return i + 1
         i += 1
-    raise GeneratedColumnError(f"unterminated {quote} in column definitions: {text}", None)
+    raise GeneratedColumnError(f"unterminated {quote} in column definitions: {text}")
 
 
 def _closing(text: str, open_pos: int) -> int:
@@ -199,7 +199,7 @@ def _closing(text: str, open_pos: int) -> int:
         if depth == 0:
             return i
         i += 1
-    raise GeneratedColumnError(f"GENERATED ALWAYS AS ( without its ')': {text}", None)
+    raise GeneratedColumnError(f"GENERATED ALWAYS AS ( without its ')': {text}")
 
 
 def _column_name(definition: str) -> str:

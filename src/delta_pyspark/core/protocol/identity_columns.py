@@ -77,24 +77,6 @@ def identity_columns(schema: StructType) -> list[StructField]:
     return [f for f in schema.fields if is_identity(f)]
 
 
-def without_identity_metadata(schema: StructType) -> StructType:
-    """``schema`` as a read shows it (delta-spark's): no ``delta.identity.*`` keys, so a
-    DataFrame read from the table and written elsewhere makes no identity column there."""
-    return StructType(
-        tuple(
-            StructField(
-                f.name,
-                f.type,
-                f.nullable,
-                {k: v for k, v in f.metadata.items() if not k.startswith("delta.identity.")},
-            )
-            if is_identity(f)
-            else f
-            for f in schema.fields
-        )
-    )
-
-
 def identity_info(field: StructField) -> IdentityInfo:
     md = field.metadata
     mark = md.get(HIGH_WATER_MARK)

@@ -331,6 +331,32 @@ def map_fields(dt: DataType, fn: Callable[[StructField], StructField]) -> DataTy
     return dt
 
 
+#: field metadata that only writers use (generated and identity columns, column mapping,
+#: type changes): a read's schema leaves it out, as delta-spark's does, so a DataFrame read
+#: from a table compares equal to the schema its user declared and written elsewhere makes
+#: no generated or identity column there
+_WRITER_ONLY_METADATA = (
+    "delta.generationExpression",
+    "delta.identity.",
+    "delta.columnMapping.",
+    "delta.typeChanges",
+)
+
+
+def read_schema(schema: StructType) -> StructType:
+    """``schema`` as a read of the table shows it: without writer-only field metadata."""
+
+    def clean(field: StructField) -> StructField:
+        kept = {k: v for k, v in field.metadata.items() if not k.startswith(_WRITER_ONLY_METADATA)}
+        if len(kept) == len(field.metadata):
+            return field
+        return StructField(field.name, field.type, field.nullable, kept)
+
+    mapped = map_fields(schema, clean)
+    assert isinstance(mapped, StructType)
+    return mapped
+
+
 def parse_schema_string(s: str) -> StructType:
     """Parse ``metaData.schemaString``; malformed input raises CorruptLogError."""
     try:

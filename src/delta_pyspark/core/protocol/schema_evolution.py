@@ -104,7 +104,10 @@ def _merge_struct(table: StructType, data: StructType, parent: str, widen: bool)
     by_name = {f.name.lower(): f for f in data.fields}
     if len(by_name) != len(data.fields):
         names = ", ".join(repr(_path(parent, f.name)) for f in data.fields)
-        raise SchemaMismatchError(f"data has column names that differ only in case: {names}")
+        raise SchemaMismatchError(
+            "[DELTA_DUPLICATE_COLUMNS_FOUND] Found duplicate column(s) in the data: column "
+            f"names that differ only in case: {names}"
+        )
     out: list[StructField] = []
     for tf in table.fields:
         df = by_name.pop(tf.name.lower(), None)
@@ -169,7 +172,7 @@ def _merge_type(
             else " (enable type widening on the table with delta.enableTypeWidening=true)"
         )
     raise SchemaMismatchError(
-        f"Failed to merge incompatible data types for column {path!r}: "
+        f"[DELTA_FAILED_TO_MERGE_FIELDS] Failed to merge fields {path!r}: incompatible types, "
         f"table has {_type_repr(current)}, data has {_type_repr(update)}{hint}"
     )
 
@@ -189,22 +192,31 @@ def check_write_compatible(table: StructType, data: StructType) -> None:
     Data may lack nullable columns (they are written as null) and may carry an integer
     narrower than the column within Parquet's INT32 family (byte/short into integer) or
     a void column, as delta-spark allows; everything else must match the table exactly.
+    Data that even ``mergeSchema`` could not take (a column of another type) is refused as
+    that merge refuses it, with delta-spark's condition for each case.
     """
     problems: list[str] = []
     _check_struct(table, data, "", problems)
     if not problems:
         return
+    trees = (
+        f"Table schema:\n{schema_tree_string(table)}\n\nData schema:\n{schema_tree_string(data)}"
+    )
+    try:
+        merge_schemas(table, data, allow_type_widening=False)
+    except SchemaMismatchError as e:
+        raise SchemaMismatchError(f"{e}\n\n{trees}") from None
     listing = "\n".join(f"- {p}" for p in problems)
     raise SchemaMismatchError(
-        "A schema mismatch detected when writing to the Delta table.\n"
+        "[_LEGACY_ERROR_TEMP_DELTA_0007] A schema mismatch detected when writing to the Delta "
+        "table.\n"
         f"{listing}\n\n"
         "To enable schema migration (add columns, widen types), set "
         '\'.option("mergeSchema", "true")\' on the write '
         "(or spark.databricks.delta.schema.autoMerge.enabled=true).\n"
         "To replace the table schema or partitioning with mode('overwrite'), set "
         '\'.option("overwriteSchema", "true")\'.\n\n'
-        f"Table schema:\n{schema_tree_string(table)}\n\n"
-        f"Data schema:\n{schema_tree_string(data)}"
+        f"{trees}"
     )
 
 

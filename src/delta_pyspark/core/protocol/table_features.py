@@ -189,7 +189,21 @@ def with_features(protocol: Protocol, features: set[str]) -> Protocol:
     needs_reader_v3 = bool(reader - {"columnMapping"}) or protocol.min_reader_version >= 3
     if needs_reader_v3:
         return Protocol(3, 7, frozenset(reader), frozenset(writer))
-    return Protocol(max(protocol.min_reader_version, 1), 7, None, frozenset(writer))
+    reader_version = 2 if reader else max(protocol.min_reader_version, 1)  # columnMapping
+    return Protocol(reader_version, 7, None, frozenset(writer))
+
+
+def _legacy_form(protocol: Protocol) -> Protocol:
+    """The protocol in its weakest form, as delta-spark writes it: a legacy version when
+    the features are exactly those one implies, else table features."""
+    if protocol.min_writer_version < 7 or reader_features(protocol) - {"columnMapping"}:
+        return protocol
+    features = implied_writer_features(protocol)
+    for version in range(1, 7):
+        legacy = Protocol(2 if "columnMapping" in features else 1, version)
+        if implied_writer_features(legacy) == features:
+            return legacy
+    return protocol
 
 
 def _type_names(dt: object) -> set[str]:
@@ -247,29 +261,30 @@ def protocol_for(
     schema: object, configuration: dict[str, str], current: Protocol | None = None
 ) -> Protocol:
     """The protocol a table needs: ``current`` (or the (1, 2) default) plus any
-    features the schema and properties require; legacy versions when they suffice."""
+    features the schema and properties require. A legacy version only where it implies
+    exactly the features the table has (delta-spark's normalisation): enabling the change
+    data feed on a (1, 2) table gives (1, 7) with appendOnly, invariants and changeDataFeed,
+    not (1, 4), which would also claim checkConstraints and generatedColumns."""
     base = current or Protocol(1, 2)
     conf = {k: str(v) for k, v in configuration.items()}
+    changed = False
     if "delta.minReaderVersion" in conf or "delta.minWriterVersion" in conf:
-        base = Protocol(
-            max(base.min_reader_version, int(conf.get("delta.minReaderVersion", 1))),
-            max(base.min_writer_version, int(conf.get("delta.minWriterVersion", 2))),
-            base.reader_features,
-            base.writer_features,
+        asked = Protocol(
+            int(conf.get("delta.minReaderVersion", 1)), int(conf.get("delta.minWriterVersion", 2))
         )
+        if base.min_writer_version >= 7 and asked.min_writer_version < 7:
+            # versions asked of a table-features protocol: the features they imply
+            base = with_features(base, set(implied_writer_features(asked) | reader_features(asked)))
+            changed = True
+        else:
+            base = Protocol(
+                max(base.min_reader_version, asked.min_reader_version),
+                max(base.min_writer_version, asked.min_writer_version),
+                base.reader_features,
+                base.writer_features,
+            )
     needed = features_required(schema, conf)
     missing = {f for f in needed if not supports(base, f)}
-    if not missing:
+    if not missing and not changed:
         return base
-    legacy = {
-        "appendOnly": (1, 2),
-        "checkConstraints": (1, 3),
-        "changeDataFeed": (1, 4),
-        "columnMapping": (2, 5),
-        "identityColumns": (1, 6),
-    }
-    if base.min_writer_version < 7 and missing <= legacy.keys():
-        r = max([base.min_reader_version] + [legacy[f][0] for f in missing])
-        w = max([base.min_writer_version] + [legacy[f][1] for f in missing])
-        return Protocol(r, w)
-    return with_features(base, missing)
+    return _legacy_form(with_features(base, missing))

@@ -69,18 +69,18 @@ def validate(spark: SparkSession, schema: StructType) -> None:
         except AnalysisException as e:
             if "UNRESOLVED_COLUMN" in str(e) or "cannot be resolved" in str(e):
                 raise GeneratedColumnError(
+                    "[DELTA_INVALID_GENERATED_COLUMN_REFERENCES] "
                     "A generated column cannot use a non-existent column or another generated "
                     f"column: {name} GENERATED ALWAYS AS ({text}): {str(e).splitlines()[0]}",
-                    "DELTA_INVALID_GENERATED_COLUMN_REFERENCES",
                 ) from None
             raise
         _check_expression(analysed, name, text)
         expected = relaxed(to_spark_type(schema.field(name).type))
         if relaxed(dtype) != expected:
             raise GeneratedColumnError(
+                "[DELTA_GENERATED_COLUMNS_EXPR_TYPE_MISMATCH] "
                 f"The expression type of the generated column {name} is "
                 f"{dtype.simpleString()}, but the column type is {expected.simpleString()}",
-                "DELTA_GENERATED_COLUMNS_EXPR_TYPE_MISMATCH",
             )
 
 
@@ -93,8 +93,8 @@ def _check_expression(analysed: DataFrame, name: str, text: str) -> None:
     kind, sql = found
     if kind in ("not_a_projection", "per_query"):
         raise GeneratedColumnError(
+            "[DELTA_UNSUPPORTED_EXPRESSION_GENERATED_COLUMN] "
             f"{sql or text} cannot be used in a generated column ({name})",
-            "DELTA_UNSUPPORTED_EXPRESSION_GENERATED_COLUMN",
         )
     what, condition = {
         "udf": ("a user-defined function", "DELTA_UDF_IN_GENERATED_COLUMN"),
@@ -105,7 +105,7 @@ def _check_expression(analysed: DataFrame, name: str, text: str) -> None:
         ),
     }[kind]
     raise GeneratedColumnError(
-        f"Found {sql}. A generated column cannot use {what} ({name})", condition
+        f"[{condition}] Found {sql}. A generated column cannot use {what} ({name})"
     )
 
 

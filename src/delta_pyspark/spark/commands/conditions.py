@@ -91,9 +91,10 @@ def resolve_assignments(
         top, _, rest = key.strip("`").partition(".")
         field = schema.find_field(top, case_sensitive=False)
         if field is None:
+            names = ", ".join(f"`{n}`" for n in schema.field_names)
             raise DeltaAnalysisException(
-                f"{what}: cannot resolve column {key!r} among the table's columns "
-                f"{schema.field_names}"
+                f"[UNRESOLVED_COLUMN.WITH_SUGGESTION] {what}: a column with name `{key}` "
+                f"cannot be resolved. Did you mean one of the following? [{names}]"
             )
         grouped.setdefault(field.name, []).append((rest or None, as_column(value)))
     return grouped

@@ -17,7 +17,6 @@ from delta_pyspark.core.transaction.optimistic_transaction import Transaction
 from delta_pyspark.exceptions import (
     DeltaAnalysisException,
     DeltaIllegalArgumentException,
-    InvariantViolationError,
 )
 from delta_pyspark.spark.files.write_checks import quoted_column, referenced_columns, show_value
 
@@ -62,8 +61,9 @@ def add_constraint(spark: SparkSession, log: DeltaLog, name: str, expr: str) -> 
         values = "".join(
             f"\n - {c} : {show_value(v)}" for c, v in zip(refs, found["row"], strict=True)
         )
-        raise InvariantViolationError(
-            f"{found['n']} rows in {log.table_root} violate the new CHECK constraint "
+        raise DeltaAnalysisException(
+            f"[DELTA_NEW_CHECK_CONSTRAINT_VIOLATION] {found['n']} rows in {log.table_root} "
+            "violate the new CHECK constraint "
             f"{name} ({expr}); for example the row with values:{values}"
         )
     conf = dict(snapshot.configuration) | {CONSTRAINT_PREFIX + name.lower(): expr}

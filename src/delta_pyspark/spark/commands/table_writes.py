@@ -318,8 +318,9 @@ def _empty_frame(spark: SparkSession, schema: SparkStructType) -> DataFrame:
 
 def _missing(definition: TableDefinition) -> DeltaAnalysisException:
     return DeltaAnalysisException(
-        f"[TABLE_OR_VIEW_NOT_FOUND] cannot replace table {definition.text}: it does not "
-        "exist; use CREATE OR REPLACE TABLE (or writeTo(...).createOrReplace())"
+        f"[TABLE_OR_VIEW_NOT_FOUND] The table or view {definition.text} cannot be found: "
+        "REPLACE needs an existing table; use CREATE OR REPLACE TABLE (or "
+        "writeTo(...).createOrReplace())"
     )
 
 

@@ -101,8 +101,11 @@ def _error_init(self: ex.DeltaError, *args: Any) -> None:
         super(ex.DeltaError, self).__init__(*args)
         return
     super(PySparkException, self).__init__(*args)
-    self._message = str(args[0]) if args else ""
-    self._errorClass = type(self).error_class
+    condition = self.condition
+    message = str(args[0]) if args else ""
+    opening = f"[{condition}] "
+    self._message = message.removeprefix(opening) if condition else message
+    self._errorClass = condition
     self._messageParameters = {}
     self._contexts = []
 

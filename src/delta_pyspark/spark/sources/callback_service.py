@@ -55,8 +55,7 @@ from delta_pyspark.core.protocol.deletion_vectors import (
     DeletionVectorDescriptor,
     read_deletion_vector,
 )
-from delta_pyspark.core.protocol.identity_columns import without_identity_metadata
-from delta_pyspark.core.protocol.schema import StructType
+from delta_pyspark.core.protocol.schema import StructType, read_schema
 from delta_pyspark.core.protocol.type_widening import needs_row_reader
 from delta_pyspark.core.skipping.file_pruning import prune_files
 from delta_pyspark.core.snapshot.delta_log import DeltaLog
@@ -66,8 +65,10 @@ from delta_pyspark.core.storage.locations import to_local_path
 from delta_pyspark.core.storage.log_store import log_store_for, table_root_of
 from delta_pyspark.exceptions import (
     DeltaIllegalArgumentException,
+    DeltaPathNotFoundError,
     DeltaPlannerUnsupportedError,
     DeltaSchemaChangedError,
+    DeltaTableNotFoundError,
 )
 from delta_pyspark.spark.commands.write_command import WriteRequest, write_delta
 from delta_pyspark.spark.files.scan import DeltaFileNotFoundError, ScanReport, even_split_bytes
@@ -170,9 +171,17 @@ class DeltaTables:
         """The snapshot a read of ``path`` with ``options`` starts from, and whether time
         travel pins it."""
         root, version, ts = time_travel(path, options, time_zone)
-        if ts is not None:
-            version = DeltaLog(root).snapshot_at_timestamp(ts).version
-        return self._snapshot(DeltaLog(root).table_root, version), version is not None
+        log = DeltaLog(root)
+        try:
+            if ts is not None:
+                version = log.snapshot_at_timestamp(ts).version
+            return self._snapshot(log.table_root, version), version is not None
+        except DeltaTableNotFoundError:
+            if log.store.exists(log.table_root):
+                raise
+            raise DeltaPathNotFoundError(
+                f"[PATH_NOT_FOUND] Path does not exist: {log.table_root}"
+            ) from None
 
     def _snapshot(self, root: str, version: int | None) -> Snapshot:
         with self._lock:
@@ -366,7 +375,7 @@ def _opened(
         [
             table_id,
             snapshot.table_root,
-            to_spark_type(without_identity_metadata(schema)).json(),
+            to_spark_type(read_schema(schema)).json(),
             to_spark_type(part_schema).json(),
             str(snapshot.size_in_bytes),
             "dv" if vectors else "",

@@ -18,8 +18,7 @@ import pyarrow as pa
 
 from delta_pyspark.core.changes.change_data import ChangeFile
 from delta_pyspark.core.changes.stream_source import StreamOffset, StreamOptions, StreamSource
-from delta_pyspark.core.protocol.identity_columns import without_identity_metadata
-from delta_pyspark.core.protocol.schema import StructType
+from delta_pyspark.core.protocol.schema import StructType, read_schema
 from delta_pyspark.core.snapshot.delta_log import DeltaLog
 from delta_pyspark.core.snapshot.snapshot import Snapshot
 from delta_pyspark.exceptions import DeltaIllegalArgumentException
@@ -57,7 +56,7 @@ def stream_schema(path: str, options: dict[str, str]) -> tuple[str, str]:
     snapshot = log.snapshot()
     if start is not None and start <= snapshot.version:
         snapshot = log.snapshot(start)
-    schema = without_identity_metadata(snapshot.schema)
+    schema = read_schema(snapshot.schema)
     if parsed.change_feed:
         schema = StructType((*schema.fields, *EXTRA_FIELDS))
     return str(to_spark_type(schema).json()), snapshot.metadata.schema_string
