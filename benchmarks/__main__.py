@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 import sys
 
 BENCHMARKS = {
@@ -43,8 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     for name in names or list(BENCHMARKS):
         print(f"== {name}")
         module = importlib.import_module(BENCHMARKS[name])
-        if options:
-            module.main(options)
+        if inspect.signature(module.main).parameters:
+            module.main(options)  # never this process's argv, which names the benchmarks
         else:
             module.main()
     return 0
