@@ -29,7 +29,8 @@ def s3_server() -> Iterator[S3Server]:
 
 # ---------------------------------------------------------------- Spark fixtures
 # One SparkSession for the whole test run (local[2], UI off, few shuffle partitions, Hadoop's
-# S3A connector from the jar cache), and a fixture setting session confs for one test.
+# S3A connector from the jar cache; otherwise Spark's defaults, ANSI mode on), and a fixture
+# setting session confs for one test.
 
 
 @pytest.fixture(scope="session")
@@ -49,7 +50,6 @@ def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.warehouse.dir", str(warehouse))
         .config("spark.driver.memory", "2g")
-        .config("spark.sql.ansi.enabled", "false")
         .config("spark.jars", ",".join(str(jar) for jar in maven_jars(S3A)))
     )
     session = configure_spark_with_delta(builder, s3=True).getOrCreate()

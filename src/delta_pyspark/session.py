@@ -33,8 +33,10 @@ from delta_pyspark.spark.sources.callback_service import EXTENSIONS
 HADOOP_AWS = "org.apache.hadoop:hadoop-aws"
 S3A_FILE_SYSTEM = "org.apache.hadoop.fs.s3a.S3AFileSystem"
 
-# delta-spark's session settings name JVM classes of its jar, which is not on the classpath
-# here: Spark would fail later with "Cannot find catalog plugin class" or skip the extension.
+# delta-spark's session settings name JVM classes of its jar. Code ported from delta-spark
+# keeps them: they are read as names for ours, and removed from the builder (Spark would fail
+# with "Cannot find catalog plugin class" or skip the extension). With delta-spark's jar asked
+# for as well they are refused: both would register the ``delta`` source.
 DELTA_SPARK_CONFS = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
@@ -54,7 +56,7 @@ def configure_spark_with_delta(
     options = getattr(builder, "_options", {})
     check_spark_version()
     check_not_connect(options)
-    _refuse_delta_spark_confs(options)
+    _take_delta_spark_confs(options)
     for key, value in SESSION_DEFAULTS.items():
         builder = builder.config(key, value)
     packages = [p for p in str(options.get("spark.jars.packages") or "").split(",") if p]
@@ -75,19 +77,32 @@ def configure_spark_with_delta(
     return builder
 
 
-def _refuse_delta_spark_confs(options: dict[str, Any]) -> None:
-    """A builder set up for delta-spark fails here, naming the settings to drop."""
-    found = [
-        f"{key}={value}"
-        for key, value in DELTA_SPARK_CONFS.items()
-        if value in [v.strip() for v in str(options.get(key) or "").split(",")]
-    ]
-    if found:
+def _take_delta_spark_confs(options: dict[str, Any]) -> None:
+    """Drop delta-spark's settings from a builder's options (ours replace them), or refuse
+    them by name when delta-spark's jar is on the session's classpath too."""
+    found = {
+        key: value for key, value in DELTA_SPARK_CONFS.items() if value in _listed(options.get(key))
+    }
+    if not found:
+        return
+    jars = f"{options.get('spark.jars.packages') or ''},{options.get('spark.jars') or ''}"
+    if "io.delta:delta-spark" in jars or "delta-spark_" in jars:
+        settings = ", ".join(f"{key}={value}" for key, value in found.items())
         raise DeltaIllegalArgumentException(
-            f"delta-spark's session settings {', '.join(found)} name JVM classes that are not "
-            "on this classpath: remove them from the builder; configure_spark_with_delta(builder) "
-            "sets everything delta-pyspark needs"
+            f"this builder asks for delta-spark's jar and its settings ({settings}) as well as "
+            "delta-pyspark: both register Spark's delta source, so one session cannot have "
+            "both; remove delta-spark's jar and settings, or do not configure delta-pyspark"
         )
+    for key, value in found.items():
+        rest = [v for v in _listed(options.get(key)) if v != value]
+        if rest:
+            options[key] = ",".join(rest)
+        else:
+            del options[key]
+
+
+def _listed(value: Any) -> list[str]:
+    return [v.strip() for v in str(value or "").split(",") if v.strip()]
 
 
 # Every session the process enables also serves Delta's SQL statements.

@@ -254,31 +254,44 @@ CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 
 
 @pytest.mark.parametrize(
-    ("confs", "named"),
+    "confs",
     [
-        ({"spark.sql.extensions": EXTENSION}, [f"spark.sql.extensions={EXTENSION}"]),
-        ({"spark.sql.extensions": f"my.Ext, {EXTENSION}"}, [f"spark.sql.extensions={EXTENSION}"]),
-        (
-            {"spark.sql.catalog.spark_catalog": CATALOG},
-            [f"spark.sql.catalog.spark_catalog={CATALOG}"],
-        ),
-        (
-            {"spark.sql.extensions": EXTENSION, "spark.sql.catalog.spark_catalog": CATALOG},
-            [f"spark.sql.extensions={EXTENSION}", f"spark.sql.catalog.spark_catalog={CATALOG}"],
-        ),
+        {"spark.sql.extensions": EXTENSION},
+        {"spark.sql.extensions": f"my.Ext, {EXTENSION}"},
+        {"spark.sql.catalog.spark_catalog": CATALOG},
+        {"spark.sql.extensions": EXTENSION, "spark.sql.catalog.spark_catalog": CATALOG},
     ],
 )
-def test_delta_spark_session_settings_are_refused_by_name(
-    confs: dict[str, str], named: list[str]
-) -> None:
+def test_delta_spark_session_settings_are_names_for_ours(confs: dict[str, str]) -> None:
+    """A builder ported from delta-spark keeps its settings; ours take their place."""
     builder = SparkSession.Builder()
     for key, value in confs.items():
         builder = builder.config(key, value)
-    with pytest.raises(IllegalArgumentException, match="remove them from the builder") as e:
+    configure_spark_with_delta(builder)
+    extensions = builder._options["spark.sql.extensions"].split(",")
+    assert EXTENSION not in extensions and "deltapyspark.DeltaSparkExtensions" in extensions
+    assert ("my.Ext" in extensions) == ("my.Ext" in confs.get("spark.sql.extensions", ""))
+    assert "spark.sql.catalog.spark_catalog" not in builder._options
+
+
+@pytest.mark.parametrize(
+    "jars",
+    [
+        {"spark.jars.packages": "io.delta:delta-spark_2.13:4.0.1"},
+        {"spark.jars": "/opt/jars/delta-spark_2.13-4.0.1.jar,/opt/jars/delta-storage-4.0.1.jar"},
+    ],
+)
+def test_delta_spark_settings_with_its_jar_are_refused_by_name(jars: dict[str, str]) -> None:
+    builder = SparkSession.Builder().config("spark.sql.extensions", EXTENSION)
+    builder = builder.config("spark.sql.catalog.spark_catalog", CATALOG)
+    for key, value in jars.items():
+        builder = builder.config(key, value)
+    with pytest.raises(IllegalArgumentException, match="both register Spark's delta source") as e:
         configure_spark_with_delta(builder)
     assert type(e.value) is ex.DeltaIllegalArgumentException
-    assert all(name in str(e.value) for name in named)
-    assert "spark.jars" not in builder._options  # refused before anything was set
+    assert f"spark.sql.extensions={EXTENSION}" in str(e.value)
+    assert f"spark.sql.catalog.spark_catalog={CATALOG}" in str(e.value)
+    assert builder._options["spark.sql.extensions"] == EXTENSION  # refused before any change
 
 
 def test_other_extensions_are_kept() -> None:
