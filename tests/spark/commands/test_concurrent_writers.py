@@ -315,7 +315,6 @@ def _child(argv: list[str]) -> None:
         .config("spark.driver.memory", "512m")
         # A short-lived JVM: skip C2 compilation and parallel GC threads (2-core machines).
         .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
-        .config("spark.sql.ansi.enabled", "false")
     )
     spark = configure_spark_with_delta(builder).getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

@@ -20,6 +20,7 @@ import pytest
 from obstore.store import from_url
 from pyspark.sql import functions as F
 
+from delta_pyspark.exceptions import DeltaPathNotFoundError, DeltaTableNotFoundError
 from delta_pyspark.spark.files.object_stores import s3_options
 from delta_pyspark.spark.files.scan import DeltaFileNotFoundError
 from delta_pyspark.tables import DeltaTable
@@ -216,6 +217,18 @@ def test_a_data_file_missing_from_the_bucket_is_a_typed_error(
     with pytest.raises(DeltaFileNotFoundError, match=victim.rsplit("/", 1)[-1]) as caught:
         spark.read.format("delta").load(path).collect()
     assert f"s3a://{s3a_bucket}/gone" in str(caught.value)
+
+
+def test_reading_nothing_or_a_non_delta_prefix_on_s3(spark: Any, s3a_bucket: str) -> None:
+    """A prefix holding no object is PATH_NOT_FOUND; one holding files but no log is not a
+    Delta table (an object store has no directories to tell them apart by)."""
+    with pytest.raises(DeltaPathNotFoundError, match="Path does not exist") as caught:
+        spark.read.format("delta").load(f"s3a://{s3a_bucket}/nothing").collect()
+    assert caught.value.getCondition() == "PATH_NOT_FOUND"
+    spark.range(2).write.parquet(f"s3a://{s3a_bucket}/plain")
+    with pytest.raises(DeltaTableNotFoundError, match="not a Delta table") as caught:
+        spark.read.format("delta").load(f"s3a://{s3a_bucket}/plain").collect()
+    assert caught.value.getCondition() == "DELTA_MISSING_DELTA_TABLE"
 
 
 def test_the_s3_option_brings_hadoops_s3a_connector_for_pysparks_hadoop() -> None:

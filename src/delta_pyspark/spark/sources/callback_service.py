@@ -177,7 +177,8 @@ class DeltaTables:
                 version = log.snapshot_at_timestamp(ts).version
             return self._snapshot(log.table_root, version), version is not None
         except DeltaTableNotFoundError:
-            if log.store.exists(log.table_root):
+            store = log.store
+            if store.is_dir(log.table_root) or store.exists(log.table_root):  # a prefix on S3
                 raise
             raise DeltaPathNotFoundError(
                 f"[PATH_NOT_FOUND] Path does not exist: {log.table_root}"
