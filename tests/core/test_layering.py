@@ -190,9 +190,9 @@ _PRIVATE_HANDLES = {"_jvm", "_jdf", "_jsparkSession", "_jsc", "_jconf", "_gatewa
 _JVM_METHODS = {"queryExecution", "sessionState", "getClass", "getCause", "analyzed"}
 _JVM_METHODS |= {"optimizedPlan", "logicalPlan", "toString"}
 # The Python sides of two Java callback interfaces (``DeltaTables.java``, ``DeltaCommands.java``)
-# receive JVM sessions and Datasets: they convert them at the boundary, and only they may.
+# receive JVM sessions, Datasets and Columns: they convert them at the boundary, and only they may.
 _CALLBACK_MODULES = {"spark/sources/callback_service.py", "sql/commands.py"}
-_BOUNDARY = {"java_frame", "python_frame", "python_session"}
+_BOUNDARY = {"java_frame", "python_column", "python_frame", "python_session"}
 
 
 def test_only_the_jvm_package_touches_the_jvm() -> None:

@@ -1,9 +1,14 @@
 """Delta's SQL statements through Spark's own ``spark.sql``.
 
-The session extension's parser (``DeltaSqlParser.java``) looks at the first words of each
-statement; when they may start one of Delta's statements (MERGE, UPDATE, DELETE, DESCRIBE
-HISTORY/DETAIL, OPTIMIZE, VACUUM, RESTORE, CONVERT TO DELTA, CREATE ... CLONE, GENERATE,
-REORG, ALTER TABLE, SHOW TBLPROPERTIES) it asks ``DeltaCommands.describe`` here. A statement
+MERGE INTO, UPDATE and DELETE FROM are Spark's: Spark parses and resolves them, and the
+session extension's rule (``DeltaDml.java``) hands each one on a Delta table to
+``DeltaCommands.merge``/``update``/``delete`` here with Spark's resolved expressions as
+``Column``s (``dml``), which run the ``DeltaTable`` builders.
+
+For Delta's own statements, the session extension's parser (``DeltaSqlParser.java``) looks at
+the first words of each statement; when they may start one (DESCRIBE HISTORY/DETAIL,
+OPTIMIZE, VACUUM, RESTORE, CONVERT TO DELTA, CREATE ... CLONE, GENERATE, REORG, ALTER TABLE,
+SHOW TBLPROPERTIES) it asks ``DeltaCommands.describe`` here. A statement
 on a Delta table becomes a command node whose ``run`` calls ``DeltaCommands.run``, which
 executes it through the same Python API as ``DeltaTable`` (``tables.py``); anything else
 (another table format, a statement Delta does not add) answers ``N`` and goes to Spark's
@@ -11,8 +16,9 @@ parser untouched. Time travel in queries (``VERSION AS OF``/``TIMESTAMP AS OF``)
 table is rewritten by the parser into the read options ``callback_service.time_travel`` reads, with
 the table's path from ``DeltaCommands.timeTravel``.
 
-Conditions, assignments and values are handed to the Python API as the user's SQL text, cut
-out of the statement by ``text``'s tokenizer (aware of quotes, backticks, parentheses),
+The conditions and values of these statements (OPTIMIZE's WHERE, ALTER TABLE's ADD
+CONSTRAINT) are handed to the Python API as the user's SQL text, cut out of the statement by
+``text``'s tokenizer (aware of quotes, backticks, parentheses),
 so Spark parses each expression as written. Errors raised here reach the user as the same
 typed exception (``callback_service.answer_error``'s tokens).
 
@@ -21,8 +27,9 @@ session catalog (its location), and a name the catalog does not know falls back 
 ``DeltaTable.forName`` looks (``spark.catalog.table_location``).
 
 Modules: ``text`` (tokenizer and recursive-descent pieces), ``grammar`` (which statement a
-text is), ``statement`` (the parsed form), ``dml``/``table_commands``/``alter`` (each
-statement's grammar and run), ``resolve`` (table names), ``commands`` (the JVM's side).
+text is), ``statement`` (the parsed form), ``table_commands``/``alter`` (each statement's
+grammar and run), ``dml`` (Spark's DML statements run), ``resolve`` (table names),
+``commands`` (the JVM's side).
 """
 
 from __future__ import annotations

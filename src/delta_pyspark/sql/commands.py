@@ -5,19 +5,20 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from pyspark.sql import SparkSession
+from pyspark.sql import Column, SparkSession
 
 from delta_pyspark.exceptions import (
     DeltaAnalysisException,
     DeltaTableNotFoundError,
     DeltaUnsupportedOperationException,
 )
-from delta_pyspark.spark.catalog.session_catalog import lookup, refresh
+from delta_pyspark.spark.catalog.session_catalog import refresh_delta_entry
 from delta_pyspark.spark.commands.table_writes import TableDefinition, replace_table
-from delta_pyspark.spark.jvm.bridge import java_frame, python_frame, python_session
+from delta_pyspark.spark.jvm.bridge import java_frame, python_column, python_frame, python_session
 from delta_pyspark.spark.jvm.helpers import serve_sql_commands
 from delta_pyspark.spark.jvm.hooks import table_definition
 from delta_pyspark.spark.sources.callback_service import answer_error
+from delta_pyspark.sql import dml
 from delta_pyspark.sql.grammar import parse
 from delta_pyspark.sql.resolve import resolve
 from delta_pyspark.sql.statement import Statement
@@ -46,14 +47,6 @@ def _target(spark: SparkSession, statement: Statement) -> str | None:
     raise DeltaAnalysisException(
         f"{statement.kind} needs a Delta table, and {ref.text} is not a Delta table"
     )
-
-
-def _refresh_entry(spark: SparkSession, ref: TableRef) -> None:
-    """After a change by name, the catalog entry shows the log's schema again."""
-    if ref.delta_path is None:
-        entry = lookup(spark, ref.text)
-        if entry is not None and entry.provider == "delta":
-            refresh(spark, entry)
 
 
 def _checked_target(spark: SparkSession, statement: Statement) -> str | None:
@@ -86,8 +79,9 @@ class DeltaCommands:
             path = _checked_target(spark, statement)
             assert path is not None
             result = statement.execute(spark, path)
-            if statement.changes_schema and statement.table is not None:
-                _refresh_entry(spark, statement.table)
+            ref = statement.table
+            if statement.changes_schema and ref is not None and ref.delta_path is None:
+                refresh_delta_entry(spark, ref.text)
             if result is None:
                 from pyspark.sql.types import StructType
 
@@ -95,6 +89,54 @@ class DeltaCommands:
             return java_frame(result)
         except Exception as e:
             return answer_error(e)
+
+    def merge(
+        self,
+        session: Any,
+        table: str,
+        name: str | None,
+        targetAlias: str,
+        source: Any,
+        sourceAlias: str,
+        condition: Any,
+        clauses: Any,
+        evolve: bool,
+    ) -> Any:
+        try:
+            spark = python_session(session)
+            result = dml.merge(
+                spark,
+                table,
+                name,
+                targetAlias,
+                python_frame(source, spark),
+                sourceAlias,
+                python_column(condition),
+                [_clause(clause) for clause in clauses],
+                evolve,
+            )
+            return java_frame(result)
+        except Exception as e:
+            return answer_error(e)
+
+    def update(self, session: Any, table: str, condition: Any, assignments: Any) -> Any:
+        try:
+            spark = python_session(session)
+            return java_frame(
+                dml.update(spark, table, _column(condition), _assignments(assignments) or {})
+            )
+        except Exception as e:
+            return answer_error(e)
+
+    def delete(self, session: Any, table: str, condition: Any) -> Any:
+        try:
+            spark = python_session(session)
+            return java_frame(dml.delete(spark, table, _column(condition)))
+        except Exception as e:
+            return answer_error(e)
+
+    def refusal(self, condition: str, message: str) -> str:
+        return answer_error(DeltaAnalysisException(f"[{condition}] {message}"))
 
     def timeTravel(self, session: Any, nameParts: str, version: str, timestampSql: str) -> str:
         try:
@@ -127,6 +169,27 @@ class DeltaCommands:
 
     class Java:
         implements: ClassVar[list[str]] = ["deltapyspark.DeltaCommands"]
+
+
+def _clause(java_map: Any) -> dml.Clause:
+    """A MERGE clause as ``DeltaDml`` describes it (a JVM Map) in Python values."""
+    return dml.Clause(
+        when=java_map["when"],
+        action=java_map["action"],
+        condition=_column(java_map.get("condition")),
+        star=bool(java_map.get("star")),
+        assignments=_assignments(java_map.get("assignments")),
+    )
+
+
+def _column(java_column: Any) -> Column | None:
+    return None if java_column is None else python_column(java_column)
+
+
+def _assignments(java_map: Any) -> dict[str, Column] | None:
+    if java_map is None:
+        return None
+    return {key: python_column(value) for key, value in java_map.items()}
 
 
 def _timestamp_text(spark: SparkSession, expression: str) -> str:

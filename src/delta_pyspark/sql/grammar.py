@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from delta_pyspark.sql import alter, dml, path_metadata, table_commands
+from delta_pyspark.sql import alter, path_metadata, table_commands
 from delta_pyspark.sql.statement import Statement
 from delta_pyspark.sql.text import (
     StatementParser,
@@ -27,9 +27,6 @@ def parse(sql: str) -> Statement | None:
 
 # The first words of each statement Delta adds, and its grammar.
 _STARTS: tuple[tuple[tuple[str, ...], Callable[[StatementParser], Statement | None]], ...] = (
-    (("MERGE",), dml.merge),
-    (("UPDATE",), dml.update),
-    (("DELETE", "FROM"), dml.delete),
     (("DESCRIBE",), table_commands.describe),
     (("DESC",), table_commands.describe),
     (("OPTIMIZE",), table_commands.optimize),

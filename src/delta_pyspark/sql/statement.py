@@ -35,11 +35,6 @@ def where(p: StatementParser, *stops: str) -> str | None:
     return None
 
 
-def own_name(table: TableRef) -> str | None:
-    """The name a statement's columns may be qualified with when it gives no alias."""
-    return None if table.delta_path else table.parts[-1]
-
-
 def as_of(p: StatementParser, required: bool) -> tuple[int | None, str | None]:
     if p.accept("VERSION", "AS", "OF"):
         return p.integer("a version number after VERSION AS OF"), None

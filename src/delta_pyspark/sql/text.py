@@ -220,55 +220,6 @@ def split_top(text: str, separator: str = ",") -> list[str]:
     return [p for p in parts if p]
 
 
-def parse_assignments(text: str, statement: str) -> dict[str, str]:
-    """``col = expr, ...`` as column -> expression text (verbatim)."""
-    out: dict[str, str] = {}
-    for item in split_top(text):
-        tokens = tokenize(item)
-        eq = next((t for t in tokens if t.kind == "punct" and t.text == "="), None)
-        if eq is None or eq.start == 0 or not item[eq.end :].strip():
-            raise DeltaParseException(
-                f"expected column = expression in the SET list of {statement}, found {item!r}"
-            )
-        column = ".".join(unquote(t) for t in tokenize(item[: eq.start]) if t.text != ".")
-        out[column] = item[eq.end :].strip()
-    return out
-
-
-def unqualified(assignments: dict[str, str], qualifier: str | None) -> dict[str, str]:
-    """Assignment keys without the target's alias or name (``SET t.v = ...`` sets ``v``)."""
-    if not qualifier:
-        return assignments
-    prefix = qualifier.lower() + "."
-    return {
-        (key[len(prefix) :] if key.lower().startswith(prefix) else key): value
-        for key, value in assignments.items()
-    }
-
-
-def without_qualifier(text: str | None, qualifier: str | None) -> str | None:
-    """``text`` with ``qualifier.`` dropped where it heads a column reference (``t.id`` ->
-    ``id``): UPDATE and DELETE evaluate their expressions over the table's rows, which carry
-    no alias. Quoted strings are left alone."""
-    if text is None or not qualifier:
-        return text
-    tokens = tokenize(text)
-    out, last = [], 0
-    for i, token in enumerate(tokens[:-2]):
-        heads = i == 0 or tokens[i - 1].text != "."
-        if (
-            heads
-            and token.kind in ("word", "ident")
-            and unquote(token).lower() == qualifier.lower()
-            and tokens[i + 1].text == "."
-            and tokens[i + 2].kind in ("word", "ident")
-        ):
-            out.append(text[last : token.start])
-            last = tokens[i + 1].end
-    out.append(text[last:])
-    return "".join(out)
-
-
 def parse_properties(text: str) -> dict[str, str]:
     """``'k' = 'v', k.x = v`` to a dict (keys and values unquoted)."""
     out = {}

@@ -103,3 +103,10 @@ def refresh(spark: SparkSession, entry: CatalogEntry) -> None:
     the entry, not the log."""
     schema_json, parts = _catalog_schema(entry.location)
     catalog_access.refresh(spark, entry.database, entry.table, schema_json, parts)
+
+
+def refresh_delta_entry(spark: SparkSession, name: str) -> None:
+    """``refresh`` the entry of table ``name`` when it is a Delta table's."""
+    entry = lookup(spark, name)
+    if entry is not None and entry.provider == "delta":
+        refresh(spark, entry)

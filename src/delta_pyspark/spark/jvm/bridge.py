@@ -4,7 +4,7 @@ the callback server the JVM calls the Python core through, and PySpark's call-si
 turned off while our own plans are built (``internal_plans``).
 
 py4j is reached through ``spark._jvm``/``_jsparkSession``/``df._jdf`` only here; the rest of
-the package asks this package's modules with DataFrames and plain values. A Spark Connect
+the package asks this package's modules with DataFrames, Columns and plain values. A Spark Connect
 session has no JVM in this process: ``classic_session`` refuses it by name.
 """
 
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from delta_pyspark.exceptions import DeltaJvmExtensionError, DeltaUnsupportedOperationException
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, Observation, SparkSession
+    from pyspark.sql import Column, DataFrame, Observation, SparkSession
 
 
 def check_not_connect(options: dict[str, Any]) -> None:
@@ -55,6 +55,13 @@ def python_frame(java_dataset: Any, spark: SparkSession) -> DataFrame:
     from pyspark.sql import DataFrame as SparkFrame
 
     return SparkFrame(java_dataset, spark)
+
+
+def python_column(java_column: Any) -> Column:
+    """A PySpark ``Column`` over a JVM ``Column``."""
+    from pyspark.sql.classic.column import Column as ClassicColumn
+
+    return ClassicColumn(java_column)
 
 
 def python_session(java_session: Any) -> SparkSession:

@@ -1,7 +1,5 @@
 package deltapyspark;
 
-import java.util.List;
-import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 import scala.collection.immutable.Seq;
 
@@ -21,14 +19,7 @@ public final class DeltaCommand extends LeafCommand {
   }
 
   public Seq run(SparkSession session) {
-    Object answer = DeltaSqlParser.commands().run(session, sql);
-    if (answer instanceof String) {
-      throw DeltaSource.error(((String) answer).substring(1));
-    }
-    List rows = ((org.apache.spark.sql.Dataset) answer).collectAsList();
-    Row[] array = (Row[]) rows.toArray(new Row[0]);
-    return scala.collection.immutable.List$.MODULE$.from(
-        scala.Predef$.MODULE$.wrapRefArray((Object[]) array));
+    return rows(DeltaSqlParser.commands().run(session, sql));
   }
 
   public String sql() {

@@ -2,8 +2,9 @@ package deltapyspark;
 
 /**
  * delta-pyspark's Python API layer as the SQL parser sees it ({@code delta_pyspark.sql}):
- * Delta's own statements (MERGE, UPDATE, DESCRIBE HISTORY, VACUUM, ...) are parsed and run by
- * the Python core, called over py4j's callback server. Answers starting with {@code 'E'} are
+ * Delta's own statements (DESCRIBE HISTORY, VACUUM, ...) are parsed and run by the Python core,
+ * called over py4j's callback server, and so are Spark's MERGE, UPDATE and DELETE on Delta
+ * tables once Spark has resolved them ({@link DeltaDml}). Answers starting with {@code 'E'} are
  * errors whose message follows; {@code 'N'} means "not a Delta statement or table": Spark's own
  * parser and analyzer take it.
  */
@@ -34,4 +35,25 @@ public interface DeltaCommands {
    * of the definition's schema): {@code O}, or an error.
    */
   String replace(Object session, java.util.Map definition, Object data);
+
+  /**
+   * Runs a MERGE on the Delta table at {@code table} ({@code name}: its catalog name, or
+   * null): {@code source} is the source Dataset, {@code condition} a Column whose target
+   * columns are qualified by {@code targetAlias} and source columns by {@code sourceAlias};
+   * each clause a Map of {@code when}, {@code action}, {@code condition} (a Column, absent
+   * for none), {@code star} (true for {@code *}) or {@code assignments} (target column to
+   * Column). The result as in {@link #run}.
+   */
+  Object merge(
+      Object session, String table, String name, String targetAlias, Object source,
+      String sourceAlias, Object condition, java.util.List clauses, boolean evolve);
+
+  /** Runs an UPDATE ({@code condition}: a Column or null; columns unqualified). */
+  Object update(Object session, String table, Object condition, java.util.Map assignments);
+
+  /** Runs a DELETE ({@code condition}: a Column or null for all rows). */
+  Object delete(Object session, String table, Object condition);
+
+  /** An error answer for a statement refused during analysis: Delta's {@code condition}. */
+  String refusal(String condition, String message);
 }

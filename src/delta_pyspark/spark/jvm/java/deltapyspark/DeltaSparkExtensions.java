@@ -11,7 +11,10 @@ import scala.runtime.BoxedUnit;
 
 /**
  * delta-pyspark's session extension ({@code spark.sql.extensions}): the SQL parser that names
- * the table of {@code delta.`path`} to the source ({@link DeltaSqlParser}), the rule that runs
+ * the table of {@code delta.`path`} to the source ({@link DeltaSqlParser}, and {@link
+ * DeltaTableReferences} for plans the parser does not see), the rules that run
+ * Spark's MERGE, UPDATE and DELETE on Delta tables as the Python core's commands ({@link
+ * MergeStars}, {@link DeltaDml}), the rule that runs
  * SQL inserts into Delta tables as the Python core's writes ({@link DeltaWrites}), and a check
  * that refuses any plain Parquet write into a Delta table that rule did not replace.
  */
@@ -24,10 +27,28 @@ public final class DeltaSparkExtensions extends AbstractFunction1 {
             return new DeltaSqlParser((SparkSession) session, (ParserInterface) parser);
           }
         });
+    extensions.injectHintResolutionRule(
+        new AbstractFunction1() {
+          public Object apply(Object session) {
+            return new DeltaTableReferences((SparkSession) session);
+          }
+        });
+    extensions.injectHintResolutionRule(
+        new AbstractFunction1() {
+          public Object apply(Object session) {
+            return new MergeStars();
+          }
+        });
     extensions.injectResolutionRule(
         new AbstractFunction1() {
           public Object apply(Object session) {
             return new DeltaPathInserts((SparkSession) session);
+          }
+        });
+    extensions.injectResolutionRule(
+        new AbstractFunction1() {
+          public Object apply(Object session) {
+            return new DeltaDml();
           }
         });
     extensions.injectPostHocResolutionRule(

@@ -27,7 +27,7 @@ import scala.runtime.AbstractPartialFunction;
  * Spark's SQL parser, with four additions for Delta tables:
  *
  * <ul>
- *   <li>Delta's own statements (MERGE, UPDATE, DELETE, DESCRIBE HISTORY, OPTIMIZE, VACUUM, ...)
+ *   <li>Delta's own statements (DESCRIBE HISTORY, OPTIMIZE, VACUUM, ...)
  *       on Delta tables become a {@link DeltaCommand} the Python API layer runs: a cheap look at
  *       the leading keywords decides whether to ask it ({@link DeltaCommands#describe}), and
  *       whatever it declines goes to Spark's parser untouched.
@@ -107,8 +107,7 @@ public final class DeltaSqlParser implements ParserInterface {
     String[] words = leadingWords(sql, 2);
     String first = words[0];
     String second = words[1];
-    if (first.equals("MERGE") || first.equals("UPDATE") || first.equals("DELETE")
-        || first.equals("OPTIMIZE") || first.equals("VACUUM") || first.equals("RESTORE")
+    if (first.equals("OPTIMIZE") || first.equals("VACUUM") || first.equals("RESTORE")
         || first.equals("CONVERT") || first.equals("GENERATE") || first.equals("REORG")
         || first.equals("ALTER")) {
       return true;
@@ -181,11 +180,11 @@ public final class DeltaSqlParser implements ParserInterface {
                       delegate);
                 }
                 if (node instanceof RelationTimeTravel) {
-                  return timeTravel((RelationTimeTravel) node);
+                  return timeTravel(session, (RelationTimeTravel) node);
                 }
                 RelationTimeTravel at = atSyntax(node);
                 if (at != null) {
-                  LogicalPlan read = timeTravel(at);
+                  LogicalPlan read = timeTravel(session, at);
                   return read == at ? node : read; // not a Delta table: Spark says so
                 }
                 if (isDeltaPath(node)) {
@@ -202,7 +201,7 @@ public final class DeltaSqlParser implements ParserInterface {
             });
   }
 
-  private static UnresolvedRelation withPath(UnresolvedRelation relation) {
+  static UnresolvedRelation withPath(UnresolvedRelation relation) {
     HashMap options = new HashMap(relation.options().asCaseSensitiveMap());
     options.put("path", relation.multipartIdentifier().last());
     return relation.copy(
@@ -221,7 +220,7 @@ public final class DeltaSqlParser implements ParserInterface {
    * name or {@code delta.`path`}) as a read of its path with time-travel options; anything
    * else is left to Spark.
    */
-  LogicalPlan timeTravel(RelationTimeTravel travel) {
+  static LogicalPlan timeTravel(SparkSession session, RelationTimeTravel travel) {
     DeltaCommands registered = commands;
     if (registered == null || !(travel.relation() instanceof UnresolvedRelation)) {
       return travel;

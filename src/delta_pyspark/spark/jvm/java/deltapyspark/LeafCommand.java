@@ -46,6 +46,17 @@ public abstract class LeafCommand extends LogicalPlan implements LeafRunnableCom
   public void org$apache$spark$sql$catalyst$plans$logical$Command$_setter_$nodePatterns_$eq(
       Seq patterns) {}
 
+  /** A Python command's answer as the command's rows: a Dataset's, or its error thrown. */
+  static Seq rows(Object answer) {
+    if (answer instanceof String) {
+      throw DeltaSource.error(((String) answer).substring(1));
+    }
+    java.util.List rows = ((org.apache.spark.sql.Dataset) answer).collectAsList();
+    return scala.collection.immutable.List$.MODULE$.from(
+        scala.Predef$.MODULE$.wrapRefArray(
+            (Object[]) rows.toArray(new org.apache.spark.sql.Row[0])));
+  }
+
   public boolean canEqual(Object other) {
     return other != null && other.getClass() == getClass();
   }
