@@ -13,6 +13,7 @@ from delta_pyspark.exceptions import (
     DeltaUnsupportedOperationException,
 )
 from delta_pyspark.spark.catalog.managed_tables import catalog_table_name, drop_catalog_table
+from delta_pyspark.spark.commands.convert import convert_catalog_table, convert_to_delta
 from delta_pyspark.spark.commands.optimize import (
     METRICS_DDL,
     OptimizeSpec,
@@ -187,19 +188,18 @@ def restore(p: StatementParser) -> Statement:
 
 def convert(p: StatementParser) -> Statement:
     source = p.table()
-    if p.accept("NO", "STATISTICS"):
-        raise DeltaUnsupportedOperationException(
-            "CONVERT TO DELTA ... NO STATISTICS is not supported: statistics are always collected"
-        )
+    statistics = not p.accept("NO", "STATISTICS")
     partitions = p.group("the PARTITIONED BY columns") if p.accept("PARTITIONED", "BY") else None
     p.end()
-    if len(source.parts) == 2:
-        identifier = f"{source.parts[0]}.`{source.parts[1].replace('`', '``')}`"
-    else:
-        identifier = source.text
+    # format.`path` names a directory (its format checked when converting); else a table
+    by_path = len(source.parts) == 2 and source.parts[0].lower() in ("parquet", "iceberg", "delta")
 
     def run(spark: SparkSession, path: str) -> None:
-        DeltaTable.convertToDelta(spark, identifier, partitions)
+        if by_path:
+            identifier = f"{source.parts[0]}.`{source.parts[1].replace('`', '``')}`"
+            convert_to_delta(spark, identifier, partitions, statistics=statistics)
+        else:
+            convert_catalog_table(spark, source.text, partitions, statistics=statistics)
 
     return Statement("CONVERT TO DELTA", None, "", run)
 

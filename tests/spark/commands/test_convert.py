@@ -82,7 +82,7 @@ def test_parse_identifier() -> None:
     assert parse_identifier("PARQUET.`/a/b c`") == ("parquet", "/a/b c")
     assert parse_identifier("/x/y") == ("parquet", "/x/y")
     assert parse_identifier("file:/x/y") == ("parquet", "file:/x/y")
-    with pytest.raises(DeltaAnalysisException, match="catalog tables"):
+    with pytest.raises(DeltaAnalysisException, match="a catalog table by name is converted by SQL"):
         parse_identifier("db.table")
 
 

@@ -369,9 +369,47 @@ def test_convert_to_delta(spark: Any, tmp_path: Path) -> None:
     assert _operations(spark, f"delta.`{path}`") == ["CONVERT"]
 
 
-def test_convert_by_name_is_refused(spark: Any) -> None:
-    with pytest.raises(DeltaAnalysisException, match="converting catalog tables by name"):
-        spark.sql("CONVERT TO DELTA some_parquet_table")
+def test_convert_with_no_statistics_writes_adds_without_stats(spark: Any, tmp_path: Path) -> None:
+    path = str(tmp_path / "pq")
+    spark.range(4).write.parquet(path)
+    spark.sql(f"CONVERT TO DELTA parquet.`{path}` NO STATISTICS")
+    snapshot = DeltaLog(path).snapshot()
+    adds = snapshot.files.to_pylist()
+    assert adds and all(add.get("stats") is None for add in adds)
+    history = spark.sql(f"DESCRIBE HISTORY delta.`{path}`").collect()
+    assert history[0].operationParameters["collectStats"] == "false"
+    assert sorted(r.id for r in spark.read.format("delta").load(path).collect()) == [0, 1, 2, 3]
+
+
+def test_convert_a_catalog_parquet_table_by_name(spark: Any) -> None:
+    spark.range(6).selectExpr("id", "CAST(id % 2 AS INT) AS part").write.partitionBy("part").format(
+        "parquet"
+    ).saveAsTable("sql_convert_me")
+    try:
+        spark.sql("CONVERT TO DELTA sql_convert_me NO STATISTICS")
+        location = table_location(spark, "sql_convert_me")
+        assert DeltaLog(location).snapshot().partition_columns == ["part"]
+        detail = spark.sql("DESCRIBE DETAIL sql_convert_me").collect()[0]
+        assert detail.format == "delta"
+        spark.sql("DELETE FROM sql_convert_me WHERE id = 0")  # Spark's DML: a Delta table now
+        assert sorted(tuple(r) for r in spark.table("sql_convert_me").collect()) == [
+            (i, i % 2) for i in range(1, 6)
+        ]
+        assert spark.sql("CONVERT TO DELTA sql_convert_me").collect() == []  # a no-op now
+        assert _operations(spark, "sql_convert_me") == ["CONVERT", "DELETE"]
+    finally:
+        spark.sql("DROP TABLE IF EXISTS sql_convert_me")
+
+
+def test_convert_refuses_tables_it_cannot_convert(spark: Any) -> None:
+    with pytest.raises(DeltaTableNotFoundError, match="sql_no_such_parquet"):
+        spark.sql("CONVERT TO DELTA sql_no_such_parquet")
+    spark.range(2).write.format("json").saveAsTable("sql_json_table")
+    try:
+        with pytest.raises(DeltaAnalysisException, match="sql_json_table is a json table"):
+            spark.sql("CONVERT TO DELTA sql_json_table")
+    finally:
+        spark.sql("DROP TABLE sql_json_table")
 
 
 def test_a_string_names_a_path(spark: Any, tmp_path: Path) -> None:

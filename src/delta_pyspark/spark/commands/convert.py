@@ -6,8 +6,10 @@ does), their Hive ``k=v`` directories are checked against the partition schema a
 turned into Delta's serialized partition values, the data schema is read from the
 Parquet footers (Spark's own schema when the file carries it, else the Parquet
 schema; files must agree, columns missing from some files are allowed), statistics
-come from the same footers, and version 0 is committed with one ``add`` per file.
-A directory that already is a Delta table is left alone.
+come from the same footers (none with SQL's ``NO STATISTICS``), and version 0 is committed
+with one ``add`` per file. A directory that already is a Delta table is left alone. A
+Parquet table of the session catalog is converted by its directory, and its entry then
+names a Delta table.
 """
 
 from __future__ import annotations
@@ -53,15 +55,18 @@ from delta_pyspark.exceptions import (
     DeltaAnalysisException,
     DeltaError,
     DeltaIllegalArgumentException,
+    DeltaTableNotFoundError,
     ProtocolChangedException,
 )
+from delta_pyspark.spark.catalog.session_catalog import lookup, refresh_delta_entry
 from delta_pyspark.spark.conf import session_time_zone
 from delta_pyspark.spark.files.paths import to_log_path
+from delta_pyspark.spark.jvm.catalog_access import make_delta
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["convert_to_delta", "parse_identifier"]
+__all__ = ["convert_catalog_table", "convert_to_delta", "parse_identifier"]
 
 SPARK_SCHEMA_KEY = b"org.apache.spark.sql.parquet.row.metadata"
 _IDENTIFIER = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*\.\s*`(.+)`\s*$", re.DOTALL)
@@ -78,16 +83,51 @@ def parse_identifier(identifier: str) -> tuple[str, str]:
     else:
         raise DeltaAnalysisException(
             f"cannot convert {identifier!r}: give a path as parquet.`/path/to/dir` "
-            "(converting catalog tables by name is not supported)"
+            "(a catalog table by name is converted by SQL's CONVERT TO DELTA name)"
         )
     return fmt, path if path.startswith("file:") else normalise(path)
 
 
-def convert_to_delta(spark: SparkSession, identifier: str, partition_schema: Any = None) -> str:
+def convert_catalog_table(
+    spark: SparkSession, name: str, partition_schema: Any = None, *, statistics: bool = True
+) -> str:
+    """CONVERT TO DELTA of the Parquet table ``name`` of the session catalog: its directory
+    converted in place (partitioned by the entry's partition columns unless
+    ``partition_schema`` says otherwise), then its entry made a Delta table's, as in
+    delta-spark. Returns the table path."""
+    entry = lookup(spark, name)
+    if entry is None or not entry.location:
+        raise DeltaTableNotFoundError(f"[TABLE_OR_VIEW_NOT_FOUND] CONVERT TO DELTA: {name}")
+    if entry.provider == "delta":
+        return entry.location  # already converted: nothing to do
+    if entry.provider != "parquet":
+        raise DeltaAnalysisException(
+            f"CONVERT TO DELTA only supports parquet tables, and {name} is a {entry.provider} table"
+        )
+    if partition_schema is None:
+        parts = [c for c in spark.catalog.listColumns(name) if c.isPartition]
+        partition_schema = ", ".join(f"`{c.name}` {c.dataType}" for c in parts) or None
+    path = convert_to_delta(
+        spark, f"parquet.`{entry.location}`", partition_schema, statistics=statistics
+    )
+    make_delta(spark, entry.database, entry.table)
+    refresh_delta_entry(spark, name)
+    return path
+
+
+def convert_to_delta(
+    spark: SparkSession,
+    identifier: str,
+    partition_schema: Any = None,
+    *,
+    statistics: bool = True,
+) -> str:
     """Convert the Parquet directory ``identifier`` in place; returns the table path.
 
     ``partition_schema``: None (unpartitioned), a DDL string (``"a INT, b STRING"``) or a
     pyspark StructType naming the Hive partition columns of the directory layout.
+    ``statistics=False`` is SQL's ``NO STATISTICS``: the ``add`` actions carry no ``stats``
+    (reads then skip no file by them until the files are rewritten).
     """
     fmt, path = parse_identifier(identifier)
     log = DeltaLog.for_table(path)
@@ -109,7 +149,7 @@ def convert_to_delta(spark: SparkSession, identifier: str, partition_schema: Any
     footers = _read_footers(log.store, path, files)
     data_schema = _data_schema(footers, partitions)
     schema = StructType(data_schema.fields + partitions.fields)
-    adds = _add_actions(log.store, listed, footers, values, data_schema)
+    adds = _add_actions(log.store, listed, footers, values, data_schema if statistics else None)
 
     metadata = table_metadata(None, schema, [f.name for f in partitions.fields], {})
     txn = Transaction(log, None)
@@ -122,7 +162,7 @@ def convert_to_delta(spark: SparkSession, identifier: str, partition_schema: Any
             {
                 "numFiles": len(adds),
                 "partitionedBy": [f.name for f in partitions.fields],
-                "collectStats": True,
+                "collectStats": statistics,
                 "sourceFormat": "parquet",
             },
         )
@@ -348,22 +388,23 @@ def _add_actions(
     files: dict[str, DirEntry],
     footers: list[pq.FileMetaData],
     values: list[dict[str, str | None]],
-    data_schema: StructType,
+    stats_schema: StructType | None,
 ) -> list[AddFile]:
-    """``add`` actions as the writer builds them: URI-encoded relative path, footer stats."""
-    arrow_schema = to_arrow_schema(data_schema)
+    """``add`` actions as the writer builds them: URI-encoded relative path, and the stats of
+    each footer over ``stats_schema`` (the data columns; None: no stats)."""
+    arrow_schema = None if stats_schema is None else to_arrow_schema(stats_schema)
     num_indexed, stats_cols = stats_settings({})
     adds: list[AddFile] = []
     for (rel, entry), meta, partition_values in zip(files.items(), footers, values, strict=True):
         st = store.status(entry.path) if entry.is_link else entry
-        adds.append(
-            {
-                "path": to_log_path(rel),
-                "partitionValues": partition_values,
-                "size": st.size,
-                "modificationTime": st.modification_time,
-                "dataChange": True,
-                "stats": collect_parquet_stats(meta, arrow_schema, num_indexed, stats_cols),
-            }
-        )
+        add: AddFile = {
+            "path": to_log_path(rel),
+            "partitionValues": partition_values,
+            "size": st.size,
+            "modificationTime": st.modification_time,
+            "dataChange": True,
+        }
+        if arrow_schema is not None:
+            add["stats"] = collect_parquet_stats(meta, arrow_schema, num_indexed, stats_cols)
+        adds.append(add)
     return adds

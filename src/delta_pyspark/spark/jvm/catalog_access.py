@@ -134,3 +134,8 @@ def refresh(
         schema_json,
         _string_array(spark, partition_columns),
     )
+
+
+def make_delta(spark: SparkSession, database: str, table: str) -> None:
+    """The entry's provider becomes ``delta`` (its files were converted in place)."""
+    _writes_helper(spark).makeDelta(classic_session(spark), database, table)

@@ -411,4 +411,32 @@ public final class DeltaWrites extends Rule {
     }
     catalog.refreshTable(ident); // plans resolved from now on see the new columns
   }
+
+  /**
+   * Makes the entry of {@code database.table} a Delta table's (CONVERT TO DELTA by name): the
+   * {@code delta} provider, and the option that lets the source read it with the entry's
+   * schema; partitions are the log's now, not the catalog's.
+   */
+  public static void makeDelta(SparkSession session, String database, String table)
+      throws Exception {
+    org.apache.spark.sql.catalyst.catalog.SessionCatalog catalog =
+        session.sessionState().catalog();
+    TableIdentifier ident =
+        new TableIdentifier(table, Option.apply(database), Option.apply("spark_catalog"));
+    CatalogTable entry = catalog.getTableMetadata(ident);
+    CatalogStorageFormat storage = entry.storage();
+    catalog.alterTable(
+        entry.copy(
+            entry.identifier(), entry.tableType(),
+            storage.copy(
+                storage.locationUri(), storage.inputFormat(), storage.outputFormat(),
+                storage.serde(), storage.compressed(),
+                (Map) storage.properties().updated(CATALOG_OPTION, "true")),
+            entry.schema(), Option.apply("delta"), entry.partitionColumnNames(),
+            entry.bucketSpec(), entry.owner(), entry.createTime(), entry.lastAccessTime(),
+            entry.createVersion(), entry.properties(), entry.stats(), entry.viewText(),
+            entry.comment(), entry.collation(), entry.unsupportedFeatures(), false,
+            entry.schemaPreservesCase(), entry.ignoredProperties(), entry.viewOriginalText()));
+    catalog.refreshTable(ident);
+  }
 }
