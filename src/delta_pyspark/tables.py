@@ -366,7 +366,8 @@ class DeltaTable:
         identifier: str,
         partitionSchema: str | Any | None = None,
     ) -> DeltaTable:
-        """Turn a Parquet directory (``parquet.`path```) into a Delta table in place."""
+        """Turn a Parquet directory (``parquet.`path```) or a Parquet table of the session
+        catalog (by name) into a Delta table in place."""
         from delta_pyspark.spark.commands.convert import convert_to_delta
 
         return cls(sparkSession, convert_to_delta(sparkSession, identifier, partitionSchema))

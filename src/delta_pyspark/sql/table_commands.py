@@ -13,7 +13,7 @@ from delta_pyspark.exceptions import (
     DeltaUnsupportedOperationException,
 )
 from delta_pyspark.spark.catalog.managed_tables import catalog_table_name, drop_catalog_table
-from delta_pyspark.spark.commands.convert import convert_catalog_table, convert_to_delta
+from delta_pyspark.spark.commands.convert import convert_to_delta
 from delta_pyspark.spark.commands.optimize import (
     METRICS_DDL,
     OptimizeSpec,
@@ -191,15 +191,13 @@ def convert(p: StatementParser) -> Statement:
     statistics = not p.accept("NO", "STATISTICS")
     partitions = p.group("the PARTITIONED BY columns") if p.accept("PARTITIONED", "BY") else None
     p.end()
-    # format.`path` names a directory (its format checked when converting); else a table
-    by_path = len(source.parts) == 2 and source.parts[0].lower() in ("parquet", "iceberg", "delta")
+    if len(source.parts) == 2:  # format.`path` or database.table, as convert_to_delta reads it
+        identifier = f"{source.parts[0]}.`{source.parts[1].replace('`', '``')}`"
+    else:
+        identifier = source.text
 
     def run(spark: SparkSession, path: str) -> None:
-        if by_path:
-            identifier = f"{source.parts[0]}.`{source.parts[1].replace('`', '``')}`"
-            convert_to_delta(spark, identifier, partitions, statistics=statistics)
-        else:
-            convert_catalog_table(spark, source.text, partitions, statistics=statistics)
+        convert_to_delta(spark, identifier, partitions, statistics=statistics)
 
     return Statement("CONVERT TO DELTA", None, "", run)
 

@@ -82,8 +82,8 @@ def test_parse_identifier() -> None:
     assert parse_identifier("PARQUET.`/a/b c`") == ("parquet", "/a/b c")
     assert parse_identifier("/x/y") == ("parquet", "/x/y")
     assert parse_identifier("file:/x/y") == ("parquet", "file:/x/y")
-    with pytest.raises(DeltaAnalysisException, match="a catalog table by name is converted by SQL"):
-        parse_identifier("db.table")
+    assert parse_identifier("db.table") is None  # a catalog table's name
+    assert parse_identifier("db.`my table`") is None
 
 
 def test_convert_unpartitioned(spark: Any, plain_dir: str) -> None:
@@ -364,3 +364,19 @@ def test_manifest_of_a_converted_table(spark: Any, partitioned_dir: str) -> None
     expected = _sorted_rows(spark.read.format("delta").load(partitioned_dir), columns)
     assert _sorted_rows(from_manifest, columns) == expected
     assert len(expected) == 32
+
+
+def test_convert_a_catalog_table_by_name(spark: Any) -> None:
+    """As delta-spark's ``convertToDelta``: an identifier that is no ``parquet.`path``` names
+    a Parquet table of the session catalog, whose entry then names the Delta table."""
+    spark.range(4).selectExpr("id", "id % 2 AS p").write.partitionBy("p").format(
+        "parquet"
+    ).saveAsTable("convert_by_name")
+    try:
+        converted = DeltaTable.convertToDelta(spark, "default.convert_by_name")
+        assert converted.detail().collect()[0].partitionColumns == ["p"]
+        assert spark.sql("DESCRIBE DETAIL convert_by_name").collect()[0].format == "delta"
+        rows = DeltaTable.forName(spark, "convert_by_name").toDF().collect()
+        assert sorted((r.id, r.p) for r in rows) == [(i, i % 2) for i in range(4)]
+    finally:
+        spark.sql("DROP TABLE IF EXISTS convert_by_name")

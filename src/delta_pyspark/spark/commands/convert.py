@@ -66,35 +66,57 @@ from delta_pyspark.spark.jvm.catalog_access import make_delta
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["convert_catalog_table", "convert_to_delta", "parse_identifier"]
+__all__ = ["convert_to_delta", "parse_identifier"]
 
 SPARK_SCHEMA_KEY = b"org.apache.spark.sql.parquet.row.metadata"
 _IDENTIFIER = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*\.\s*`(.+)`\s*$", re.DOTALL)
 _FOOTER_THREADS = 8
 
 
-def parse_identifier(identifier: str) -> tuple[str, str]:
-    """``parquet.`/path``` (or a bare path) to ``(format, path)``."""
+# The formats whose ``format.`path``` names a directory (delta-spark's; only Parquet converts).
+_DIRECTORY_FORMATS = ("parquet", "iceberg", "delta")
+
+
+def parse_identifier(identifier: str) -> tuple[str, str] | None:
+    """``parquet.`/path``` (or a bare path) to ``(format, path)``; None for a table name."""
     m = _IDENTIFIER.match(identifier)
-    if m:
+    if m and m.group(1).lower() in _DIRECTORY_FORMATS:
         fmt, path = m.group(1).lower(), m.group(2).replace("``", "`")
-    elif "/" in identifier or identifier.startswith("file:"):
+    elif not m and ("/" in identifier or identifier.startswith("file:")):
         fmt, path = "parquet", identifier.strip()
     else:
-        raise DeltaAnalysisException(
-            f"cannot convert {identifier!r}: give a path as parquet.`/path/to/dir` "
-            "(a catalog table by name is converted by SQL's CONVERT TO DELTA name)"
-        )
+        return None
     return fmt, path if path.startswith("file:") else normalise(path)
 
 
-def convert_catalog_table(
-    spark: SparkSession, name: str, partition_schema: Any = None, *, statistics: bool = True
+def convert_to_delta(
+    spark: SparkSession,
+    identifier: str,
+    partition_schema: Any = None,
+    *,
+    statistics: bool = True,
 ) -> str:
-    """CONVERT TO DELTA of the Parquet table ``name`` of the session catalog: its directory
-    converted in place (partitioned by the entry's partition columns unless
-    ``partition_schema`` says otherwise), then its entry made a Delta table's, as in
-    delta-spark. Returns the table path."""
+    """CONVERT TO DELTA of ``identifier`` in place, as delta-spark reads it: ``parquet.`path```
+    (or a bare path) is a directory, anything else a Parquet table of the session catalog.
+    Returns the table path.
+
+    ``partition_schema``: None (unpartitioned; a catalog table's own partition columns), a
+    DDL string (``"a INT, b STRING"``) or a pyspark StructType naming the Hive partition
+    columns of the directory layout. ``statistics=False`` is SQL's ``NO STATISTICS``: the
+    ``add`` actions carry no ``stats`` (reads then skip no file by them until the files are
+    rewritten).
+    """
+    directory = parse_identifier(identifier)
+    if directory is None:
+        return _convert_catalog_table(spark, identifier, partition_schema, statistics)
+    return _convert_directory(spark, *directory, partition_schema, statistics)
+
+
+def _convert_catalog_table(
+    spark: SparkSession, name: str, partition_schema: Any, statistics: bool
+) -> str:
+    """The Parquet table ``name``'s directory converted, then its entry made a Delta
+    table's, as in delta-spark."""
     entry = lookup(spark, name)
     if entry is None or not entry.location:
         raise DeltaTableNotFoundError(f"[TABLE_OR_VIEW_NOT_FOUND] CONVERT TO DELTA: {name}")
@@ -107,35 +129,23 @@ def convert_catalog_table(
     if partition_schema is None:
         parts = [c for c in spark.catalog.listColumns(name) if c.isPartition]
         partition_schema = ", ".join(f"`{c.name}` {c.dataType}" for c in parts) or None
-    path = convert_to_delta(
-        spark, f"parquet.`{entry.location}`", partition_schema, statistics=statistics
+    path = _convert_directory(
+        spark, "parquet", normalise(entry.location), partition_schema, statistics
     )
     make_delta(spark, entry.database, entry.table)
     refresh_delta_entry(spark, name)
     return path
 
 
-def convert_to_delta(
-    spark: SparkSession,
-    identifier: str,
-    partition_schema: Any = None,
-    *,
-    statistics: bool = True,
+def _convert_directory(
+    spark: SparkSession, fmt: str, path: str, partition_schema: Any, statistics: bool
 ) -> str:
-    """Convert the Parquet directory ``identifier`` in place; returns the table path.
-
-    ``partition_schema``: None (unpartitioned), a DDL string (``"a INT, b STRING"``) or a
-    pyspark StructType naming the Hive partition columns of the directory layout.
-    ``statistics=False`` is SQL's ``NO STATISTICS``: the ``add`` actions carry no ``stats``
-    (reads then skip no file by them until the files are rewritten).
-    """
-    fmt, path = parse_identifier(identifier)
     log = DeltaLog.for_table(path)
     if log.is_delta_table():
         return path  # already converted: nothing to do
     if fmt != "parquet":
         raise DeltaAnalysisException(
-            f"CONVERT TO DELTA only supports parquet directories, not {fmt!r} ({identifier})"
+            f"CONVERT TO DELTA only supports parquet directories, not {fmt!r} ({fmt}.`{path}`)"
         )
     if not log.store.is_dir(path):
         raise DeltaAnalysisException(f"cannot convert {path}: no such directory")
