@@ -69,14 +69,11 @@ public final class MergeStars extends Rule {
   private static MergeIntoTable withoutStars(MergeIntoTable merge) {
     String found = starList(merge);
     MergeIntoTable plain =
-        merge.copy(
-            merge.targetTable(),
-            merge.sourceTable(),
-            merge.mergeCondition(),
+        withActions(
+            merge,
             replaced(merge.matchedActions()),
             replaced(merge.notMatchedActions()),
-            replaced(merge.notMatchedBySourceActions()),
-            merge.withSchemaEvolution());
+            replaced(merge.notMatchedBySourceActions()));
     plain.setTagValue(STARS, found);
     return plain;
   }
@@ -85,14 +82,11 @@ public final class MergeStars extends Rule {
   static MergeIntoTable withStars(MergeIntoTable merge) {
     String found = starsOf(merge);
     MergeIntoTable starred =
-        merge.copy(
-            merge.targetTable(),
-            merge.sourceTable(),
-            merge.mergeCondition(),
+        withActions(
+            merge,
             restored(merge.matchedActions(), "M", found),
             restored(merge.notMatchedActions(), "N", found),
-            restored(merge.notMatchedBySourceActions(), "S", found),
-            merge.withSchemaEvolution());
+            restored(merge.notMatchedBySourceActions(), "S", found));
     // Marked as restored (an empty list), not untagged: Spark copies the old node's tags onto
     // a rule's result that has none.
     starred.setTagValue(STARS, "");
@@ -113,6 +107,18 @@ public final class MergeStars extends Rule {
       }
     }
     return false;
+  }
+
+  private static MergeIntoTable withActions(
+      MergeIntoTable merge, Seq matched, Seq notMatched, Seq notMatchedBySource) {
+    return merge.copy(
+        merge.targetTable(),
+        merge.sourceTable(),
+        merge.mergeCondition(),
+        matched,
+        notMatched,
+        notMatchedBySource,
+        merge.withSchemaEvolution());
   }
 
   private static Seq replaced(Seq actions) {
