@@ -25,14 +25,7 @@ from delta_pyspark.exceptions import (
 from delta_pyspark.spark.columns.identity import value_range
 from delta_pyspark.spark.jvm.helpers import data_type_json
 from delta_pyspark.sql.statement import Statement, nothing
-from delta_pyspark.sql.text import (
-    StatementParser,
-    TableRef,
-    parse_keys,
-    parse_properties,
-    split_top,
-    tokenize,
-)
+from delta_pyspark.sql.text import StatementParser, TableRef
 from delta_pyspark.tables import DeltaTable
 
 #: clauses that change only a named table's catalog entry (its name, its location), never
@@ -52,7 +45,7 @@ def alter(p: StatementParser) -> Statement | None:
 
 def _clause(p: StatementParser, table: TableRef) -> Statement:
     if p.accept("SET", "TBLPROPERTIES"):
-        props = parse_properties(p.group("the TBLPROPERTIES list"))
+        props = p.group("the TBLPROPERTIES list").properties()
         p.end()
         return Statement(
             "SET TBLPROPERTIES",
@@ -63,7 +56,7 @@ def _clause(p: StatementParser, table: TableRef) -> Statement:
         )
     if p.accept("UNSET", "TBLPROPERTIES"):
         if_exists = p.accept("IF", "EXISTS")
-        keys = parse_keys(p.group("the TBLPROPERTIES keys"))
+        keys = p.group("the TBLPROPERTIES keys").keys()
         p.end()
         return Statement(
             "UNSET TBLPROPERTIES",
@@ -75,7 +68,7 @@ def _clause(p: StatementParser, table: TableRef) -> Statement:
     if p.accept("ADD", "CONSTRAINT"):
         name = p.identifier("a constraint name")
         p.expect("CHECK", what="CHECK (<expression>)")
-        expression = p.group("the CHECK expression")
+        expression = p.group("the CHECK expression").all_text()
         p.end()
         return Statement(
             "ADD CONSTRAINT",
@@ -96,8 +89,10 @@ def _clause(p: StatementParser, table: TableRef) -> Statement:
             spark_knows=True,
         )
     if p.accept("ADD", "COLUMNS") or p.accept("ADD", "COLUMN"):
-        ddl = p.group("the column list") if p.at("(") else p.text_until(what="a column")
+        ddl = p.group("the column list") if p.at("(") else p.rest()
         p.end()
+        if not ddl.tokens:
+            p.fail("a column")
         return Statement(
             "ADD COLUMNS", table, "", lambda spark, path: _add_columns(spark, path, ddl), True
         )
@@ -153,7 +148,7 @@ def _column_clause(p: StatementParser, table: TableRef) -> Statement | None:
     # the same text on another table is Spark's to parse (and to refuse).
     if p.accept("DROP", "COLUMN") or p.accept("DROP", "COLUMNS"):
         if_exists = p.accept("IF", "EXISTS")
-        text = p.group("the column list") if p.at("(") else _rest(p)
+        text = p.group("the column list") if p.at("(") else p.rest()
         p.end()
         return Statement(
             "DROP COLUMNS",
@@ -166,7 +161,7 @@ def _column_clause(p: StatementParser, table: TableRef) -> Statement | None:
         )
     if p.accept("ALTER") or p.accept("CHANGE"):
         p.accept("COLUMN")
-        text = _rest(p)
+        text = p.rest()
         return Statement(
             "CHANGE COLUMN",
             table,
@@ -181,7 +176,7 @@ def _cluster_by(p: StatementParser, table: TableRef) -> Statement:
     """``CLUSTER BY (cols)`` / ``CLUSTER BY NONE``: a new ``delta.clustering`` domain."""
     names: list[str] = []
     if not p.accept("NONE"):
-        names = [c.strip().strip("`") for c in split_top(p.group("the CLUSTER BY columns"))]
+        names = p.group("the CLUSTER BY columns").names()
     p.end()
 
     def run(_spark: SparkSession, path: str) -> None:
@@ -194,8 +189,8 @@ def _no_result(_snapshot: object) -> None:
     """ALTER TABLE answers no rows, whatever the core returns."""
 
 
-def _paths(text: str) -> list[tuple[str, ...]]:
-    paths = [_column_path(StatementParser(item), whole=True) for item in split_top(text)]
+def _paths(columns: StatementParser) -> list[tuple[str, ...]]:
+    paths = [_column_path(item, whole=True) for item in columns.items()]
     if not paths:
         raise DeltaParseException("DROP COLUMNS needs at least one column")
     return paths
@@ -274,17 +269,8 @@ def _column_path(p: StatementParser, whole: bool = False) -> tuple[str, ...]:
     return tuple(parts)
 
 
-def _rest(p: StatementParser) -> str:
-    """The statement's text from the current token on (a trailing ``;`` dropped)."""
-    if p.done():
-        return ""
-    text = p.sql[p.tokens[p.pos].start :].strip()
-    p.pos = len(p.tokens)
-    return text[:-1].rstrip() if text.endswith(";") else text
-
-
-def _change_columns(spark: SparkSession, path: str, text: str) -> None:
-    synced = _sync_identity_column(text)
+def _change_columns(spark: SparkSession, path: str, columns: StatementParser) -> None:
+    synced = _sync_identity_column(replace(columns, pos=0))
     if synced is not None:
         sync_identity(
             DeltaLog.for_table(path),
@@ -292,7 +278,7 @@ def _change_columns(spark: SparkSession, path: str, text: str) -> None:
             lambda snapshot, name: value_range(spark, snapshot, name),
         )
         return
-    specs = [_column_spec(StatementParser(item)) for item in split_top(text)]
+    specs = [_column_spec(item) for item in columns.items()]
     if not specs:
         raise DeltaParseException("ALTER COLUMN needs at least one column")
     changes = [
@@ -309,9 +295,8 @@ def _change_columns(spark: SparkSession, path: str, text: str) -> None:
     change_columns(DeltaLog.for_table(path), changes)
 
 
-def _sync_identity_column(text: str) -> tuple[str, ...] | None:
+def _sync_identity_column(p: StatementParser) -> tuple[str, ...] | None:
     """The column of ``col SYNC IDENTITY``; None for any other ALTER COLUMN text."""
-    p = StatementParser(text)
     column = _column_path(p)
     if not p.accept("SYNC", "IDENTITY"):
         return None
@@ -325,18 +310,20 @@ def _data_type(spark: SparkSession, text: str) -> DataType:
     return data_type_from_json(json.loads(parsed))
 
 
-def _add_columns(spark: SparkSession, path: str, ddl: str) -> None:
+def _add_columns(spark: SparkSession, path: str, columns: StatementParser) -> None:
     from delta_pyspark.core.commands.alter_table import add_columns
     from delta_pyspark.core.protocol.generated_columns import generation_expressions
     from delta_pyspark.core.protocol.identity_columns import identity_columns
     from delta_pyspark.spark.types import from_spark_schema, spark_schema_from_ddl
 
-    for column in split_top(ddl):
-        words = tokenize(column)
+    for column in columns.items():
+        words = column.tokens
         if len(words) > 2 and (words[-1].is_word("FIRST") or words[-2].is_word("AFTER")):
             raise DeltaUnsupportedOperationException(
-                f"ADD COLUMNS ... FIRST/AFTER is not supported ({column}): new columns go last"
+                f"ADD COLUMNS ... FIRST/AFTER is not supported ({column.all_text()}): new "
+                "columns go last"
             )
+    ddl = columns.all_text()
     schema = from_spark_schema(spark_schema_from_ddl(spark, ddl))
     if identity_columns(schema):
         raise DeltaUnsupportedOperationException(

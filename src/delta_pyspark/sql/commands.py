@@ -19,14 +19,10 @@ from delta_pyspark.spark.jvm.helpers import serve_sql_commands
 from delta_pyspark.spark.jvm.hooks import table_definition
 from delta_pyspark.spark.sources.callback_service import answer_error
 from delta_pyspark.sql import dml
-from delta_pyspark.sql.grammar import parse
+from delta_pyspark.sql.grammar import openings, parse
 from delta_pyspark.sql.resolve import resolve
 from delta_pyspark.sql.statement import Statement
-from delta_pyspark.sql.text import (
-    TableRef,
-    tokenize,
-    unquote,
-)
+from delta_pyspark.sql.text import TableRef
 
 
 def _target(spark: SparkSession, statement: Statement) -> str | None:
@@ -45,7 +41,8 @@ def _target(spark: SparkSession, statement: Statement) -> str | None:
     if statement.spark_knows or kind == "foreign":
         return None
     raise DeltaAnalysisException(
-        f"{statement.kind} needs a Delta table, and {ref.text} is not a Delta table"
+        f"[DELTA_TABLE_ONLY_OPERATION] {ref.text} is not a Delta table: it is {location}. "
+        f"{statement.kind} is only supported for Delta tables."
     )
 
 
@@ -60,21 +57,21 @@ def _checked_target(spark: SparkSession, statement: Statement) -> str | None:
 class DeltaCommands:
     """The JVM's ``deltapyspark.DeltaCommands``: Delta statements parsed and run here."""
 
-    def describe(self, session: Any, sql: str) -> str:
+    def describe(self, session: Any, sql: str, tokens: str) -> str:
         try:
-            statement = parse(sql)
+            statement = parse(sql, tokens)
             if statement is None:
                 return "N"
             if _checked_target(python_session(session), statement) is None:
                 return "N"
-            return "O" + statement.columns
+            return "\0".join(["O" + statement.columns, *statement.markers])
         except Exception as e:  # answered as text: the JVM raises it, the user gets ``e``
             return answer_error(e)
 
-    def run(self, session: Any, sql: str) -> Any:
+    def run(self, session: Any, sql: str, tokens: str, values: Any) -> Any:
         try:
             spark = python_session(session)
-            statement = parse(sql)
+            statement = parse(sql, tokens, [str(v) for v in values])
             assert statement is not None  # ``describe`` accepted it
             path = _checked_target(spark, statement)
             assert path is not None
@@ -138,7 +135,7 @@ class DeltaCommands:
     def refusal(self, condition: str, message: str) -> str:
         return answer_error(DeltaAnalysisException(f"[{condition}] {message}"))
 
-    def timeTravel(self, session: Any, nameParts: str, version: str, timestampSql: str) -> str:
+    def timeTravel(self, session: Any, nameParts: str, version: str, timestamp: str) -> str:
         try:
             spark = python_session(session)
             parts = tuple(nameParts.split("\0")[:-1])
@@ -149,8 +146,8 @@ class DeltaCommands:
             elif kind != "delta":
                 return "N"
             assert location is not None
-            timestamp = _timestamp_text(spark, timestampSql) if timestampSql else ""
-            return f"O{location}\0{version}\0{timestamp}"
+            text = _timestamp_text(spark, timestamp) if timestamp else ""
+            return f"O{location}\0{version}\0{text}"
         except Exception as e:
             return answer_error(e)
 
@@ -192,12 +189,13 @@ def _assignments(java_map: Any) -> dict[str, Column] | None:
     return {key: python_column(value) for key, value in java_map.items()}
 
 
-def _timestamp_text(spark: SparkSession, expression: str) -> str:
-    """``TIMESTAMP AS OF``'s expression as the text ``timestampAsOf`` reads: a string literal
-    as written, anything else evaluated by Spark (in the session's time zone)."""
-    tokens = tokenize(expression)
-    if len(tokens) == 1 and tokens[0].kind == "string":
-        return unquote(tokens[0])
+def _timestamp_text(spark: SparkSession, timestamp: str) -> str:
+    """``TIMESTAMP AS OF``'s value (``s`` and a string literal's value, or ``e`` and an
+    expression's SQL) as the text ``timestampAsOf`` reads: a string as written, anything
+    else evaluated by Spark (in the session's time zone)."""
+    if timestamp.startswith("s"):
+        return timestamp[1:]
+    expression = timestamp[1:]
     row = spark.sql(f"SELECT CAST(({expression}) AS STRING) AS ts").first()
     if row is None or row.ts is None:
         raise DeltaAnalysisException(f"TIMESTAMP AS OF {expression} is null")
@@ -210,4 +208,4 @@ COMMANDS = DeltaCommands()
 def enable(spark: SparkSession) -> bool:
     """Register the statements' Python side with the session's JVM (once per gateway); False
     when the session lacks the JVM helper."""
-    return serve_sql_commands(spark, COMMANDS)
+    return serve_sql_commands(spark, COMMANDS, openings())

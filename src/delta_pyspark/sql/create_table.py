@@ -22,7 +22,7 @@ from delta_pyspark.spark.catalog.session_catalog import lookup, register, table_
 from delta_pyspark.spark.commands.table_writes import TableDefinition, create_at_path
 from delta_pyspark.spark.types import from_spark_schema, spark_schema_from_ddl
 from delta_pyspark.sql.statement import Statement
-from delta_pyspark.sql.text import StatementParser, TableRef, parse_properties, split_top
+from delta_pyspark.sql.text import StatementParser, TableRef
 
 
 def asks_catalog_managed(p: StatementParser) -> bool:
@@ -99,7 +99,7 @@ def create_table(p: StatementParser, target: TableRef, if_not_exists: bool) -> S
 def _clauses(p: StatementParser, target: TableRef) -> _Definition:
     out = _Definition()
     if p.at("(") and not _query_follows(p):
-        out.columns = p.group("the column list")
+        out.columns = p.group("the column list").all_text()
     while not p.done() and not p.at(";"):
         if p.accept("USING"):
             provider = p.identifier("a table provider after USING")
@@ -109,12 +109,11 @@ def _clauses(p: StatementParser, target: TableRef) -> _Definition:
                     "table (USING delta)"
                 )
         elif p.accept("PARTITIONED", "BY"):
-            text = p.group("the PARTITIONED BY columns")
-            out.partitioning = [c.strip().strip("`") for c in split_top(text)]
+            out.partitioning = p.group("the PARTITIONED BY columns").names()
         elif p.accept("COMMENT"):
             out.comment = p.literal("a comment string")
         elif p.accept("TBLPROPERTIES"):
-            out.properties.update(parse_properties(p.group("the TBLPROPERTIES list")))
+            out.properties.update(p.group("the TBLPROPERTIES list").properties())
         elif p.accept("LOCATION"):
             if target.delta_path is not None:
                 raise DeltaUnsupportedOperationException(
@@ -123,16 +122,14 @@ def _clauses(p: StatementParser, target: TableRef) -> _Definition:
                 )
             out.location = p.literal("a path after LOCATION")
         elif p.accept("CLUSTER", "BY"):
-            text = p.group("the CLUSTER BY columns")
-            out.clustering = [c.strip().strip("`") for c in split_top(text)]
+            out.clustering = p.group("the CLUSTER BY columns").names()
         elif p.at("OPTIONS"):
             raise DeltaUnsupportedOperationException(
                 f"CREATE TABLE {target.text} ... OPTIONS: not supported here; use TBLPROPERTIES"
             )
         else:
             p.accept("AS")
-            out.query = p.sql[p.tokens[p.pos].start :].strip().rstrip(";")
-            p.pos = len(p.tokens)
+            out.query = p.rest().all_text()
     p.end()
     return out
 

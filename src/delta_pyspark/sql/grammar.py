@@ -6,33 +6,19 @@ from collections.abc import Callable
 
 from delta_pyspark.sql import alter, path_metadata, table_commands
 from delta_pyspark.sql.statement import Statement
-from delta_pyspark.sql.text import (
-    StatementParser,
-    parameter_marker,
-)
+from delta_pyspark.sql.text import StatementParser, bind, markers, tokens_of
 
+_Grammar = Callable[[StatementParser], Statement | None]
 
-def parse(sql: str) -> Statement | None:
-    """The Delta statement ``sql`` is, or None when it is none of Delta's (Spark's then)."""
-    statement = _statement(StatementParser(sql))
-    marker = parameter_marker(sql)
-    if statement is not None and marker is not None and statement.refusal is None:
-        # Spark binds parameters in expressions it parses; these texts go to Python unbound.
-        statement.refusal = (
-            f"{statement.kind} does not take query parameters yet (found {marker!r}): write "
-            "the values into the statement"
-        )
-    return statement
-
-
-# The first words of each statement Delta adds, and its grammar.
-_STARTS: tuple[tuple[tuple[str, ...], Callable[[StatementParser], Statement | None]], ...] = (
+# The first words of each statement Delta adds, and its grammar: the session parser asks
+# about a statement only when it opens with one of these (``openings``).
+_STARTS: tuple[tuple[tuple[str, ...], _Grammar], ...] = (
     (("DESCRIBE",), table_commands.describe),
     (("DESC",), table_commands.describe),
     (("OPTIMIZE",), table_commands.optimize),
     (("VACUUM",), table_commands.vacuum),
     (("RESTORE",), table_commands.restore),
-    (("CONVERT", "TO", "DELTA"), table_commands.convert),
+    (("CONVERT", "TO"), table_commands.convert),
     (("CREATE",), table_commands.create),
     (("GENERATE",), table_commands.generate),
     (("REORG",), table_commands.reorg),
@@ -40,12 +26,31 @@ _STARTS: tuple[tuple[tuple[str, ...], Callable[[StatementParser], Statement | No
     (("SHOW", "TBLPROPERTIES"), table_commands.show_properties),
     (("SHOW", "COLUMNS"), path_metadata.show_columns),
     (("DROP", "TABLE"), table_commands.drop),
+)
+
+# Spark's statements that Spark resolves and the session extension hands over as text
+# (``DeltaWrites.java``), never asked about at parse time.
+_HANDED_OVER: tuple[tuple[tuple[str, ...], _Grammar], ...] = (
     (("TRUNCATE", "TABLE"), table_commands.truncate),
 )
 
 
-def _statement(p: StatementParser) -> Statement | None:
-    for words, grammar in _STARTS:
-        if p.accept(*words):
-            return grammar(p)
+def openings() -> str:
+    """The openings of Delta's statements, one a line, as the session parser takes them."""
+    return "\n".join(" ".join(words) for words, _ in _STARTS)
+
+
+def parse(sql: str, tokens: str, values: list[str] | None = None) -> Statement | None:
+    """The Delta statement ``sql`` is (``tokens``: Spark's lexer's, as ``SqlTokens``
+    encodes them), or None when it is none of Delta's (Spark's then). Before Spark has bound
+    the statement's parameter markers (``values`` None) they are placeholders, reported in
+    ``Statement.markers``; with ``values`` they are parsed in their places."""
+    lexed = tokens_of(sql, tokens)
+    parser = StatementParser(sql, bind(sql, lexed, values), bound=values is not None)
+    for words, grammar in (*_STARTS, *_HANDED_OVER):
+        if parser.accept(*words):
+            statement = grammar(parser)
+            if statement is not None:
+                statement.markers = [m.name for m in markers(lexed)]
+            return statement
     return None

@@ -16,9 +16,10 @@ from delta_pyspark.sql.text import (
 
 
 def resolve(spark: SparkSession, ref: TableRef) -> tuple[str, str | None]:
-    """``("delta", path)`` for a Delta table, ``("other", None)`` for a table or view of
-    another kind in the session catalog, ``("foreign", None)`` for a table of another catalog
-    (Spark's to resolve), ``("missing", looked-in)`` for a name nothing answers to."""
+    """``("delta", path)`` for a Delta table, ``("other", what it is)`` for a table or view of
+    another kind in the session catalog (``"a parquet table"``), ``("foreign", None)`` for a
+    table of another catalog (Spark's to resolve), ``("missing", looked-in)`` for a name
+    nothing answers to."""
     path = ref.delta_path
     if path is not None:
         return ("delta", path) if DeltaLog(path).is_delta_table() else ("missing", path)
@@ -29,12 +30,16 @@ def resolve(spark: SparkSession, ref: TableRef) -> tuple[str, str | None]:
         return "foreign", None
     database = parts[0] if len(parts) == 2 else None
     if catalog_access.is_temp_view(spark, database, parts[-1]):
-        return "other", None
+        return "other", "a temporary view"
     entry = catalog_access.lookup(spark, database, parts[-1])
     if entry is not None:
         if entry.location is not None and DeltaLog(entry.location).is_delta_table():
             return "delta", entry.location
-        return "other", None
+        if entry.view:
+            return "other", "a view"
+        if entry.provider == "delta":
+            return "other", f"a delta table whose location {entry.location} holds no log"
+        return "other", f"a {entry.provider} table"
     location = table_location(spark, ".".join(parts))
     if DeltaLog(location).is_delta_table():
         return "delta", location

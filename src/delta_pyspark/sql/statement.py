@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -27,6 +27,8 @@ class Statement:
     refusal: str | None = None
     # It may change the table's schema or partitioning, which a catalog entry shows.
     changes_schema: bool = False
+    # Its parameter markers, as the session parser declares them to Spark's analyzer.
+    markers: list[str] = field(default_factory=list)
 
 
 def where(p: StatementParser, *stops: str) -> str | None:

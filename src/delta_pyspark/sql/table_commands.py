@@ -28,12 +28,7 @@ from delta_pyspark.sql.create_table import (
 )
 from delta_pyspark.sql.path_metadata import describe_table
 from delta_pyspark.sql.statement import Statement, as_of, where
-from delta_pyspark.sql.text import (
-    StatementParser,
-    parse_keys,
-    parse_properties,
-    split_top,
-)
+from delta_pyspark.sql.text import StatementParser
 from delta_pyspark.tables import DETAIL_DDL, HISTORY_DDL, DeltaTable
 
 _CLONE_COLUMNS = (
@@ -105,8 +100,10 @@ def optimize(p: StatementParser) -> Statement:
     condition = where(p, "ZORDER")
     zorder: list[str] = []
     if p.accept("ZORDER", "BY"):
-        text = p.group("the ZORDER BY columns") if p.at("(") else p.text_until(what="columns")
-        zorder = [c.strip() for c in split_top(text)]
+        columns = p.group("the ZORDER BY columns") if p.at("(") else p.rest()
+        zorder = [column.all_text() for column in columns.items()]
+        if not zorder:
+            p.fail("the ZORDER BY columns")
     p.end()
 
     def run(spark: SparkSession, path: str) -> DataFrame:
@@ -132,7 +129,7 @@ def vacuum(p: StatementParser) -> Statement:
         elif p.accept("FULL"):
             lite = False
         elif p.accept("RETAIN"):
-            hours = float(p.literal("a number of hours after RETAIN"))
+            hours = p.number("a number of hours after RETAIN")
             p.expect("HOURS", what="HOURS after the retention")
         elif p.accept("DRY", "RUN"):
             dry_run = True
@@ -187,9 +184,12 @@ def restore(p: StatementParser) -> Statement:
 
 
 def convert(p: StatementParser) -> Statement:
+    p.expect("DELTA", what="DELTA after CONVERT TO")
     source = p.table()
     statistics = not p.accept("NO", "STATISTICS")
-    partitions = p.group("the PARTITIONED BY columns") if p.accept("PARTITIONED", "BY") else None
+    partitions = (
+        p.group("the PARTITIONED BY columns").all_text() if p.accept("PARTITIONED", "BY") else None
+    )
     p.end()
     if len(source.parts) == 2:  # format.`path` or database.table, as convert_to_delta reads it
         identifier = f"{source.parts[0]}.`{source.parts[1].replace('`', '``')}`"
@@ -230,7 +230,7 @@ def create(p: StatementParser) -> Statement | None:
     location: str | None = None
     while not p.done() and not p.at(";"):
         if p.accept("TBLPROPERTIES"):
-            properties.update(parse_properties(p.group("the TBLPROPERTIES list")))
+            properties.update(p.group("the TBLPROPERTIES list").properties())
         elif p.accept("LOCATION"):
             location = p.literal("a path after LOCATION")
         else:
@@ -282,7 +282,7 @@ def reorg(p: StatementParser) -> Statement:
     table = p.table()
     condition = where(p, "APPLY")
     p.expect("APPLY", what="APPLY (PURGE)")
-    action = p.group("APPLY's (PURGE)").upper()
+    action = p.group("APPLY's (PURGE)").all_text().upper()
     if action != "PURGE":
         raise DeltaUnsupportedOperationException(
             f"REORG TABLE ... APPLY ({action}) is not supported: only APPLY (PURGE) is"
@@ -297,7 +297,7 @@ def reorg(p: StatementParser) -> Statement:
 
 def show_properties(p: StatementParser) -> Statement:
     table = p.table()
-    key = parse_keys(p.group("a property key"))[0] if p.at("(") else None
+    key = p.group("a property key").keys()[0] if p.at("(") else None
     p.end()
 
     def run(spark: SparkSession, path: str) -> DataFrame:

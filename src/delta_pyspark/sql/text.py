@@ -1,52 +1,129 @@
-"""The text of Delta's SQL statements: a tokenizer aware of quotes, backticks and
-parentheses, and the pieces the statements' grammars are built from.
+"""The tokens of Delta's SQL statements, as Spark's own lexer reads them, and the
+recursive-descent pieces the statements' grammars are built from.
 
-Conditions, assignments and values are cut out of a statement as the user wrote them, so
-Spark parses each expression as written (regenerating SQL from a parsed tree may change it).
+Spark's lexer (``SqlTokens.java``, run by the session parser) cuts the text into tokens, so
+strings, quoted names, numbers and comments read as in any statement Spark parses. A
+statement's parameter markers (``:name``, ``?``) are reported to the session parser, which
+lets Spark's analyzer bind them; the statement is parsed again with the bound values in their
+place when it runs. Conditions and types are cut out of the statement as the user wrote them
+(values in place of markers), so Spark parses each expression as written.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NoReturn
 
 from delta_pyspark.exceptions import DeltaParseException
 
-_TOKEN = re.compile(
-    r"""
-    (?P<space>\s+|--[^\n]*|/\*.*?\*/)
-  | (?P<string>'(?:[^'\\]|\\.|'')*'|"(?:[^"\\]|\\.|"")*")
-  | (?P<ident>`(?:[^`]|``)*`)
-  | (?P<number>\d+(?:\.\d*)?(?:[eE][+-]?\d+)?[A-Za-z]*)
-  | (?P<word>[A-Za-z_][A-Za-z0-9_]*)
-  | (?P<punct><=>|<=|>=|<>|!=|==|\|\||::|.)
-    """,
-    re.VERBOSE | re.DOTALL,
-)
+_KINDS = {
+    "w": "word",
+    "k": "keyword",
+    "i": "ident",
+    "s": "string",
+    "n": "number",
+    "p": "punct",
+    "x": "unknown",
+}
 
 
 @dataclass(frozen=True)
 class Token:
-    kind: str  # string | ident | number | word | punct
+    kind: str  # word | keyword | ident | string | number | punct | unknown | value
     text: str
-    start: int
+    start: int  # offsets in the statement's text (for a value: of the marker it replaces)
     end: int
+    value: str | None = None  # a bound marker's value as a string (its text is its SQL)
 
     def is_word(self, *words: str) -> bool:
-        return self.kind == "word" and self.text.upper() in words
+        return self.kind in ("word", "keyword") and self.text.upper() in words
+
+    @property
+    def is_name(self) -> bool:
+        return self.kind in ("word", "keyword", "ident")
 
 
-def tokenize(sql: str) -> list[Token]:
+def tokens_of(sql: str, encoded: str) -> list[Token]:
+    """``SqlTokens.encode``'s lines (``kind start end``) as tokens of ``sql``."""
     out = []
-    for m in _TOKEN.finditer(sql):
-        kind = m.lastgroup or "punct"
-        if kind != "space":
-            out.append(Token(kind, m.group(), m.start(), m.end()))
+    for line in encoded.splitlines():
+        kind, start, end = line.split(" ")
+        first, last = int(start), int(end)
+        out.append(Token(_KINDS[kind], sql[first:last], first, last))
     return out
 
 
+@dataclass(frozen=True)
+class Marker:
+    """A parameter marker: ``index`` of its first token, ``width`` in tokens, and ``name``
+    as the session parser declares it (the name, or ``?`` and the marker's offset)."""
+
+    index: int
+    width: int
+    name: str
+
+
+# Words after which ``:`` opens a marker, not a variant path (``v:a``): those a value follows
+# in Spark's expressions and in Delta's statements (RETAIN :hours HOURS, LIMIT :n, ...).
+_BEFORE_VALUES = frozenset(
+    ("AND", "OR", "NOT", "IN", "IS", "LIKE", "BETWEEN", "THEN", "ELSE", "WHEN", "WHERE", "ON")
+).union(("RETAIN", "LIMIT", "OF", "LOCATION", "COMMENT"))
+
+
+def markers(tokens: list[Token]) -> list[Marker]:
+    """The parameter markers among ``tokens``, as Spark's grammar reads them: ``?``, and
+    ``:name`` where a value may start (a ``:`` right after a name or ``)``/``]`` reads a
+    variant's field, ``v:a``)."""
+    found = []
+    for i, token in enumerate(tokens):
+        if token.text == "?" and token.kind == "punct":
+            found.append(Marker(i, 1, f"?{token.start}"))
+            continue
+        if token.text != ":" or i + 1 == len(tokens):
+            continue
+        name = tokens[i + 1]
+        if not name.is_name or name.kind == "ident" or name.start != token.end:
+            continue
+        before = tokens[i - 1] if i else None
+        if (
+            before is None
+            or (before.kind == "punct" and before.text not in (")", "]"))
+            or before.is_word(*_BEFORE_VALUES)
+        ):
+            found.append(Marker(i, 2, name.text))
+    return found
+
+
+def bind(sql: str, tokens: list[Token], values: list[str] | None) -> list[Token]:
+    """``tokens`` with each marker replaced by its bound value (``DeltaCommand``'s encoding:
+    kind ``s`` a string, ``n`` a number or ``e`` another value, its SQL, NUL, the value as a
+    string) or, before Spark has bound them (``values`` None), by a placeholder a literal's
+    place accepts."""
+    found = markers(tokens)
+    if values is not None and len(values) != len(found):
+        raise DeltaParseException(
+            f"the statement has {len(found)} parameter markers and {len(values)} bound values"
+        )
+    out = list(tokens)
+    for number, marker in reversed(list(enumerate(found))):
+        first, last = tokens[marker.index], tokens[marker.index + marker.width - 1]
+        if values is None:
+            value = Token("value", sql[first.start : last.end], first.start, last.end)
+        else:
+            encoded = values[number]
+            text, plain = encoded[1:].split("\0", 1)
+            value = Token(_VALUE_KINDS[encoded[0]], text, first.start, last.end, plain)
+        out[marker.index : marker.index + marker.width] = [value]
+    return out
+
+
+_VALUE_KINDS = {"s": "string", "n": "number", "e": "value"}
+
+
 def unquote(token: Token) -> str:
+    if token.value is not None:
+        return token.value
     if token.kind == "ident":
         return token.text[1:-1].replace("``", "`")
     if token.kind == "string":
@@ -70,13 +147,15 @@ class TableRef:
         return None
 
 
+@dataclass
 class StatementParser:
-    """Recursive descent over the tokens of one statement, keeping the source text."""
+    """Recursive descent over some of a statement's tokens (all of them, or a part such as
+    the inside of parentheses), with the statement's text for messages and cut-outs."""
 
-    def __init__(self, sql: str) -> None:
-        self.sql = sql
-        self.tokens = tokenize(sql)
-        self.pos = 0
+    sql: str
+    tokens: list[Token]
+    pos: int = 0
+    bound: bool = field(default=True)  # markers hold values (False: placeholders)
 
     # -- looking
     def peek(self, offset: int = 0) -> Token | None:
@@ -104,18 +183,27 @@ class StatementParser:
             self.fail(what or " ".join(words))
 
     def done(self) -> bool:
-        return self.pos >= len(self.tokens)
+        return self.pos >= len(self.tokens) or (self.at(";") and self.pos == len(self.tokens) - 1)
 
     def end(self) -> None:
-        if self.accept(";") and self.done():
-            return
         if not self.done():
             self.fail("the end of the statement")
+        self.pos = len(self.tokens)
 
     def fail(self, expected: str) -> NoReturn:
+        """A syntax error at the next token, worded and placed as Spark's own."""
         token = self.peek()
-        found = f"{token.text!r} at position {token.start}" if token else "the end"
-        raise DeltaParseException(f"expected {expected}, found {found} in: {self.sql.strip()}")
+        offset = token.start if token is not None else len(self.sql.rstrip())
+        near = f"'{token.text}'" if token is not None else "end of input"
+        line = self.sql.count("\n", 0, offset) + 1
+        column = offset - (self.sql.rfind("\n", 0, offset) + 1)
+        lines = self.sql.split("\n")
+        pointer = "-" * column + "^^^"
+        shown = "\n".join([*lines[:line], pointer, *lines[line:]])
+        raise DeltaParseException(
+            f"[PARSE_SYNTAX_ERROR] Syntax error at or near {near}: expected {expected}. "
+            f"SQLSTATE: 42601 (line {line}, pos {column})\n\n== SQL ==\n{shown}\n"
+        )
 
     # -- pieces
     def table(self) -> TableRef:
@@ -123,35 +211,54 @@ class StatementParser:
         if first is not None and first.kind == "string":  # VACUUM '/path', as delta-spark
             self.pos += 1
             return TableRef(("delta", unquote(first)), first.text)
-        if first is None or first.kind not in ("word", "ident"):
+        if first is None or not first.is_name:
             self.fail("a table name or delta.`path`")
         parts = [unquote(first)]
         self.pos += 1
-        last = first
-        while self.at(".") and (nxt := self.peek(1)) is not None and nxt.kind in ("word", "ident"):
+        start = self.pos - 1
+        while self.at(".") and (nxt := self.peek(1)) is not None and nxt.is_name:
             parts.append(unquote(nxt))
-            last = nxt
             self.pos += 2
-        return TableRef(tuple(parts), self.sql[first.start : last.end])
+        return TableRef(tuple(parts), self.text(start, self.pos))
 
     def identifier(self, what: str) -> str:
         token = self.peek()
-        if token is None or token.kind not in ("word", "ident"):
+        if token is None or not token.is_name:
             self.fail(what)
         self.pos += 1
         return unquote(token)
 
     def integer(self, what: str) -> int:
         token = self.peek()
-        if token is None or token.kind != "number" or not token.text.isdigit():
+        if token is not None and token.kind == "value" and not self.bound:
+            self.pos += 1
+            return 0  # a marker: the statement is parsed again with its value
+        if token is None or token.kind != "number" or not unquote(token).isdigit():
             self.fail(what)
         self.pos += 1
-        return int(token.text)
+        return int(unquote(token))
+
+    def number(self, what: str) -> float:
+        token = self.peek()
+        if token is not None and token.kind == "value" and not self.bound:
+            self.pos += 1
+            return 0.0  # a marker: the statement is parsed again with its value
+        if token is None or token.kind != "number":
+            self.fail(what)
+        try:
+            value = float(unquote(token).rstrip("LSYDBlsydb"))
+        except ValueError:
+            self.fail(what)
+        self.pos += 1
+        return value
 
     def literal(self, what: str) -> str:
         """A string or number literal's value."""
         token = self.peek()
-        if token is None or token.kind not in ("string", "number"):
+        if token is not None and token.kind == "value" and not self.bound:
+            self.pos += 1
+            return "0"  # a marker, standing for any literal: parsed again with its value
+        if token is None or not (token.kind in ("string", "number") or token.value):
             self.fail(what)
         self.pos += 1
         return unquote(token)
@@ -161,10 +268,21 @@ class StatementParser:
         if self.accept("AS"):
             return self.identifier("an alias after AS")
         token = self.peek()
-        if token is not None and token.kind in ("word", "ident") and not token.is_word(*stops):
+        if token is not None and token.is_name and not token.is_word(*stops):
             self.pos += 1
             return unquote(token)
         return None
+
+    def text(self, first: int, last: int) -> str:
+        """The statement's text of tokens ``first`` to ``last`` (exclusive), bound values in
+        place of their markers."""
+        pieces = []
+        for i in range(first, last):
+            token = self.tokens[i]
+            if i > first:
+                pieces.append(self.sql[self.tokens[i - 1].end : token.start])
+            pieces.append(token.text)
+        return "".join(pieces).strip()
 
     def text_until(self, *stops: str, what: str) -> str:
         """The source text up to (not including) the first of the keywords ``stops`` outside
@@ -173,7 +291,7 @@ class StatementParser:
         depth = 0
         while not self.done():
             token = self.tokens[self.pos]
-            if depth == 0 and (token.is_word(*stops) or (token.text == ";" and self._last())):
+            if depth == 0 and token.is_word(*stops):
                 break
             if token.text in ("(", "[") or token.is_word("CASE"):
                 depth += 1
@@ -182,16 +300,22 @@ class StatementParser:
             self.pos += 1
         if self.pos == start:
             self.fail(what)
-        return self.sql[self.tokens[start].start : self.tokens[self.pos - 1].end].strip()
+        return self.text(start, self.pos)
 
-    def _last(self) -> bool:
-        return self.pos == len(self.tokens) - 1
+    def rest(self) -> StatementParser:
+        """The tokens from here to the end of the statement (a final ``;`` left out)."""
+        last = len(self.tokens)
+        if last > self.pos and self.tokens[-1].text == ";":
+            last -= 1
+        part = StatementParser(self.sql, self.tokens[self.pos : last], bound=self.bound)
+        self.pos = len(self.tokens)
+        return part
 
-    def group(self, what: str) -> str:
-        """The text inside the parentheses that follow (moving past them)."""
+    def group(self, what: str) -> StatementParser:
+        """The tokens inside the parentheses that follow (moving past them)."""
         if not self.at("("):
             self.fail(what)
-        open_token = self.tokens[self.pos]
+        start = self.pos
         depth = 0
         while not self.done():
             token = self.tokens[self.pos]
@@ -201,60 +325,45 @@ class StatementParser:
             elif token.text == ")":
                 depth -= 1
                 if depth == 0:
-                    return self.sql[open_token.end : token.start].strip()
+                    inside = self.tokens[start + 1 : self.pos - 1]
+                    return StatementParser(self.sql, inside, bound=self.bound)
         self.fail(f"')' closing {what}")
 
+    def all_text(self) -> str:
+        return self.text(0, len(self.tokens))
 
-def split_top(text: str, separator: str = ",") -> list[str]:
-    """``text`` split at ``separator`` tokens outside parentheses and brackets."""
-    parts, depth, start = [], 0, 0
-    for token in tokenize(text):
-        if token.text in ("(", "["):
-            depth += 1
-        elif token.text in (")", "]"):
-            depth -= 1
-        elif depth == 0 and token.kind == "punct" and token.text == separator:
-            parts.append(text[start : token.start].strip())
-            start = token.end
-    parts.append(text[start:].strip())
-    return [p for p in parts if p]
+    def items(self) -> list[StatementParser]:
+        """The comma-separated parts of these tokens (commas inside brackets kept)."""
+        parts, depth, start = [], 0, 0
+        for i, token in enumerate(self.tokens):
+            if token.text in ("(", "["):
+                depth += 1
+            elif token.text in (")", "]"):
+                depth -= 1
+            elif depth == 0 and token.kind == "punct" and token.text == ",":
+                parts.append(self.tokens[start:i])
+                start = i + 1
+        parts.append(self.tokens[start:])
+        return [StatementParser(self.sql, part, bound=self.bound) for part in parts if part]
 
+    def properties(self) -> dict[str, str]:
+        """``'k' = 'v', k.x = v`` to a dict (keys and values unquoted)."""
+        out = {}
+        for item in self.items():
+            eq = next((i for i, t in enumerate(item.tokens) if t.text == "="), None)
+            if eq is None:
+                item.fail("key = value in the property list")
+            key = "".join(unquote(t) for t in item.tokens[:eq])
+            value = " ".join(unquote(t) for t in item.tokens[eq + 1 :])
+            out[key] = value
+        return out
 
-def parse_properties(text: str) -> dict[str, str]:
-    """``'k' = 'v', k.x = v`` to a dict (keys and values unquoted)."""
-    out = {}
-    for item in split_top(text):
-        tokens = tokenize(item)
-        eq = next((i for i, t in enumerate(tokens) if t.text == "="), None)
-        if eq is None:
-            raise DeltaParseException(f"expected key = value in the property list, found {item!r}")
-        key = "".join(unquote(t) for t in tokens[:eq])
-        value = " ".join(unquote(t) for t in tokens[eq + 1 :])
-        out[key] = value
-    return out
+    def keys(self) -> list[str]:
+        return ["".join(unquote(t) for t in item.tokens) for item in self.items()]
 
-
-def parse_keys(text: str) -> list[str]:
-    return ["".join(unquote(t) for t in tokenize(item)) for item in split_top(text)]
-
-
-def parameter_marker(sql: str) -> str | None:
-    """The first parameter marker (``?``, ``:name``) of ``sql`` outside quotes, or None. A
-    ``:`` after a name or a closing bracket is a variant path (``v:a``), not a marker."""
-    found = tokenize(sql)
-    for i, token in enumerate(found):
-        if token.text == "?":
-            return "?"
-        if token.text == ":" and i + 1 < len(found) and found[i + 1].kind == "word":
-            before = found[i - 1] if i else None
-            if before is None or (before.kind == "punct" and before.text not in (")", "]")):
-                return ":" + found[i + 1].text
-            if before.kind == "word" and before.text.upper() in _KEYWORDS_BEFORE_VALUES:
-                return ":" + found[i + 1].text
-    return None
-
-
-# Keywords a value may follow directly (a ``:name`` after them is a parameter).
-_KEYWORDS_BEFORE_VALUES = frozenset(
-    ("AND", "OR", "NOT", "IN", "IS", "LIKE", "BETWEEN", "THEN", "ELSE", "WHEN", "WHERE", "ON")
-)
+    def names(self) -> list[str]:
+        """A column list's names (``a, `b c```), as written but unquoted."""
+        return [
+            unquote(item.tokens[0]) if len(item.tokens) == 1 else item.all_text()
+            for item in self.items()
+        ]

@@ -245,3 +245,69 @@ def test_other_formats_get_spark_s_own_merge(spark: Any) -> None:
         assert spark.table("dml_parquet").count() == 3
     finally:
         spark.sql("DROP TABLE dml_parquet")
+
+
+# ---------------------------------------------------------------------- REPLACE WHERE
+
+
+def test_insert_replace_where_overwrites_the_matching_rows(spark: Any, table: Table) -> None:
+    spark.sql(
+        f"""
+        WITH fresh AS (SELECT * FROM VALUES (3, 33), (4, 44), (5, 55) AS f(id, v))
+        INSERT INTO {table.ref} REPLACE WHERE id >= 3 SELECT * FROM fresh
+        """
+    )
+    assert _rows(spark, table.path) == [(0, 0), (1, 10), (2, 20), (3, 33), (4, 44), (5, 55)]
+    history = DeltaLog(table.path).history()
+    assert history[0]["operation"] == "WRITE"
+    assert history[0]["operationParameters"]["mode"] == "Overwrite"
+    assert "id >= 3" in history[0]["operationParameters"]["predicate"]
+    with pytest.raises(DeltaError, match="does not conform to replaceWhere"):
+        spark.sql(f"INSERT INTO {table.ref} REPLACE WHERE id >= 3 SELECT 1 AS id, 1 AS v")
+    assert _version(table.path) == 1
+
+
+def test_dataframe_write_to_overwrite_with_a_condition(spark: Any, tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    spark.range(5).selectExpr("id", "id * 10 AS v").write.format("delta").save(path)
+    spark.catalog.createTable("dml_write_to", path=path, source="delta")
+    try:
+        fresh = spark.createDataFrame([(0, 1), (1, 2)], "id long, v long")
+        fresh.writeTo("dml_write_to").overwrite(F.col("id") < 2)
+        assert _rows(spark, path) == [(0, 1), (1, 2), (2, 20), (3, 30), (4, 40)]
+    finally:
+        spark.sql("DROP TABLE dml_write_to")
+
+
+def test_replace_where_elsewhere_and_with_markers(spark: Any, table: Table) -> None:
+    with pytest.raises(AnalysisException, match="PARAMETER_MARKER_IN_UNEXPECTED_STATEMENT") as e:
+        spark.sql(
+            f"INSERT INTO {table.ref} REPLACE WHERE id = :id SELECT 1 AS id, 1 AS v",
+            args={"id": 1},
+        )
+    assert isinstance(e.value, DeltaAnalysisException)
+    assert _version(table.path) == 0
+    spark.range(2).selectExpr("id", "id AS v").write.format("parquet").saveAsTable("dml_pq")
+    try:
+        with pytest.raises(AnalysisException, match="Cannot write into v1 table") as refused:
+            spark.sql("INSERT INTO dml_pq REPLACE WHERE id = 1 SELECT 1 AS id, 5 AS v")
+        assert not isinstance(refused.value, DeltaError)
+        assert sorted(tuple(r) for r in spark.table("dml_pq").collect()) == [(0, 0), (1, 1)]
+    finally:
+        spark.sql("DROP TABLE dml_pq")
+
+
+def test_time_travel_to_a_bound_timestamp(spark: Any, table: Table) -> None:
+    spark.sql(f"DELETE FROM {table.ref} WHERE id = 0")
+    first = DeltaLog(table.path).snapshot(0).timestamp
+    when = f"{first // 1000}.{first % 1000:03d}"
+    query = f"SELECT count(*) AS n FROM {table.ref} TIMESTAMP AS OF timestamp_seconds(:ts)"
+    if table.ref.startswith("delta."):
+        with pytest.raises(DeltaAnalysisException, match="name the table from the catalog"):
+            spark.sql(query, args={"ts": when})
+        return
+    spark.conf.set("spark.sql.session.timeZone", "UTC")
+    try:
+        assert spark.sql(query, args={"ts": float(when)}).first().n == 5
+    finally:
+        spark.conf.unset("spark.sql.session.timeZone")

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pyspark.errors import AnalysisException, UnsupportedOperationException
+from pyspark.errors import AnalysisException, ParseException, UnsupportedOperationException
 
 from delta_pyspark.core.snapshot.delta_log import DeltaLog
 from delta_pyspark.exceptions import (
@@ -238,22 +238,36 @@ def test_unknown_columns_fail_and_change_nothing(spark: Any, table: Table) -> No
 
 
 @pytest.mark.parametrize(
-    ("statement", "expected"),
+    ("statement", "near", "expected"),
     [
-        ("VACUUM {t} RETAIN HOURS", "expected a number of hours after RETAIN"),
-        ("VACUUM {t} QUICK", "expected LITE, FULL, RETAIN <n> HOURS or DRY RUN"),
-        ("DESCRIBE HISTORY {t} LIMIT x", "expected a row count after LIMIT"),
-        ("RESTORE TABLE {t} TO VERSION 1", "expected VERSION AS OF <version> or TIMESTAMP"),
-        ("OPTIMIZE {t} ZORDER BY (id) extra", "expected the end of the statement"),
+        ("VACUUM {t} RETAIN HOURS", "'HOURS'", "a number of hours after RETAIN"),
+        ("VACUUM {t} QUICK", "'QUICK'", "LITE, FULL, RETAIN <n> HOURS or DRY RUN"),
+        ("DESCRIBE HISTORY {t} LIMIT x", "'x'", "a row count after LIMIT"),
+        ("RESTORE TABLE {t} TO VERSION 1", "'VERSION'", "VERSION AS OF <version> or TIMESTAMP"),
+        ("OPTIMIZE {t} ZORDER BY (id) extra", "'extra'", "the end of the statement"),
+        ("OPTIMIZE {t}\n  ZORDER BY", "end of input", "the ZORDER BY columns"),
     ],
 )  # fmt: skip
-def test_malformed_statements_say_what_was_expected(
-    spark: Any, tmp_path: Path, statement: str, expected: str
+def test_malformed_statements_are_spark_s_syntax_errors_at_their_place(
+    spark: Any, tmp_path: Path, statement: str, near: str, expected: str
 ) -> None:
     path = str(tmp_path / "t")
     spark.range(2).write.format("delta").save(path)
-    with pytest.raises(DeltaParseException, match=expected):
-        spark.sql(statement.format(t=f"delta.`{path}`"))
+    sql = statement.format(t=f"delta.`{path}`")
+    with pytest.raises(DeltaParseException) as caught:
+        spark.sql(sql)
+    error = caught.value
+    assert isinstance(error, ParseException)
+    assert error.getCondition() == "PARSE_SYNTAX_ERROR"
+    assert f"Syntax error at or near {near}: expected {expected}." in str(error)
+    lines = sql.split("\n")
+    if near == "end of input":
+        line, column = len(lines) - 1, len(lines[-1])
+    else:
+        line = next(i for i, text in enumerate(lines) if near.strip("'") in text)
+        column = lines[line].rindex(near.strip("'"))
+    assert f"(line {line + 1}, pos {column})" in str(error)
+    assert ("-" * column + "^^^") in str(error)
     assert _version(path) == 0
 
 
@@ -625,8 +639,17 @@ def test_other_statements_stay_sparks(spark: Any, tmp_path: Path) -> None:
         spark.catalog.dropTempView("sql_clone_view")
     spark.range(3).write.format("parquet").saveAsTable("sql_parquet_table")
     try:
-        with pytest.raises(DeltaAnalysisException, match="DESCRIBE HISTORY needs a Delta table"):
+        with pytest.raises(DeltaAnalysisException) as refused:
             spark.sql("DESCRIBE HISTORY sql_parquet_table")
+        assert refused.value.getCondition() == "DELTA_TABLE_ONLY_OPERATION"
+        assert (
+            "sql_parquet_table is not a Delta table: it is a parquet table. DESCRIBE HISTORY is "
+            "only supported for Delta tables."
+        ) in str(refused.value)
+        spark.sql("CREATE TEMP VIEW sql_view_of_parquet AS SELECT * FROM sql_parquet_table")
+        with pytest.raises(DeltaAnalysisException, match=r"it is a temporary view\. VACUUM is"):
+            spark.sql("VACUUM sql_view_of_parquet")
+        spark.catalog.dropTempView("sql_view_of_parquet")
         with pytest.raises(Exception, match="UPDATE TABLE is not supported temporarily") as err:
             spark.sql("UPDATE sql_parquet_table SET id = 1")
         assert not isinstance(err.value, DeltaAnalysisException)
@@ -658,29 +681,77 @@ def test_statements_run_in_the_session_that_issued_them(spark: Any, tmp_path: Pa
     assert _version(path) == 1
 
 
-def test_parameters_outside_spark_s_statements_are_refused_by_name(
-    spark: Any, table: Table
-) -> None:
-    """Delta's own statements reach our grammar as text, where Spark has bound nothing."""
-    with pytest.raises(DeltaUnsupportedOperationException, match="found ':x'"):
-        spark.sql(f"OPTIMIZE {table.ref} WHERE id = :x", args={"x": 1})
+def test_delta_statements_take_parameters_where_a_literal_goes(spark: Any, table: Table) -> None:
+    spark.sql(f"INSERT INTO {table.ref} VALUES (5, 50)")
+    limited = spark.sql(f"DESCRIBE HISTORY {table.ref} LIMIT :n", args={"n": 1}).collect()
+    assert [r.version for r in limited] == [1]
+    by_position = spark.sql(f"DESCRIBE HISTORY {table.ref} LIMIT ?", args=[2]).collect()
+    assert [r.version for r in by_position] == [1, 0]
+    quoted = "it's :not a marker"
+    spark.sql(
+        f"ALTER TABLE {table.ref} SET TBLPROPERTIES ('k' = :v, 'note' = ':x ?')",
+        args={"v": quoted},
+    )
+    shown = spark.sql(f"SHOW TBLPROPERTIES {table.ref} ('k')").collect()
+    assert [tuple(r) for r in shown] == [("k", quoted)]
+    assert DeltaLog.for_table(table.path).snapshot().configuration["note"] == ":x ?"
+    spark.sql(f"RESTORE TABLE {table.ref} TO VERSION AS OF :v", args={"v": 0})
+    assert _rows(spark, table.path) == [(i, 10 * i) for i in range(5)]
+
+
+def test_a_bound_timestamp_and_a_condition_with_parameters(spark: Any, tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    df = spark.range(6).selectExpr("id", "id % 3 AS part")
+    df.repartition(3).write.format("delta").partitionBy("part").save(path)
+    df.repartition(3).write.format("delta").mode("append").save(path)
+    first = DeltaLog.for_table(path).snapshot(0).timestamp
+    optimized = spark.sql(
+        f"OPTIMIZE delta.`{path}` WHERE part = ? OR part = ?", args=[1, 2]
+    ).first()
+    assert (optimized.metrics.numFilesRemoved, optimized.metrics.numFilesAdded) == (4, 2)
+    when = datetime.fromtimestamp(first / 1000, UTC).replace(tzinfo=None)
+    spark.conf.set("spark.sql.session.timeZone", "UTC")
+    try:
+        spark.sql(f"RESTORE TABLE delta.`{path}` TO TIMESTAMP AS OF :ts", args={"ts": when})
+    finally:
+        spark.conf.unset("spark.sql.session.timeZone")
+    assert spark.read.format("delta").load(path).count() == 6
+
+
+def test_an_unbound_marker_is_sparks_error_and_changes_nothing(spark: Any, table: Table) -> None:
+    with pytest.raises(AnalysisException, match=r"UNBOUND_SQL_PARAMETER.*: h\b") as caught:
+        spark.sql(f"VACUUM {table.ref} RETAIN :h HOURS")
+    assert caught.value.getCondition() == "UNBOUND_SQL_PARAMETER"
+    with pytest.raises(DeltaParseException, match="expected a number of hours after RETAIN"):
+        spark.sql(f"VACUUM {table.ref} RETAIN :h HOURS", args={"h": "soon"})
     assert _version(table.path) == 0
 
 
-# ---------------------------------------------------------------------- the parser alone
+# ---------------------------------------------------------------------- the grammar alone
 
 
-def test_parameter_markers() -> None:
-    from delta_pyspark.sql.text import parameter_marker
+def _tokens(spark: Any, sql: str) -> str:
+    from delta_pyspark.spark.jvm.helpers import helper_class
 
-    assert parameter_marker("DELETE FROM t WHERE id = :x") == ":x"
-    assert parameter_marker("DELETE FROM t WHERE id IN (:a, 2)") == ":a"
-    assert parameter_marker("DELETE FROM t WHERE a AND :flag") == ":flag"
-    assert parameter_marker("DELETE FROM t WHERE v:a.b = 1 AND x::int = 2") is None
-    assert parameter_marker("DELETE FROM t WHERE note = ':x ?'") is None
+    return str(helper_class(spark, "deltapyspark.SqlTokens").encode(sql))
 
 
-def test_statements_that_are_not_deltas_parse_to_none() -> None:
+def test_parameter_markers_as_spark_s_lexer_reads_them(spark: Any) -> None:
+    from delta_pyspark.sql.text import markers, tokens_of
+
+    def found(sql: str) -> list[str]:
+        return [m.name for m in markers(tokens_of(sql, _tokens(spark, sql)))]
+
+    assert found("OPTIMIZE t WHERE id = :x") == ["x"]
+    in_list = "OPTIMIZE t WHERE id IN (:a, ?)"
+    assert found(in_list) == ["a", f"?{in_list.index('?')}"]
+    assert found("OPTIMIZE t WHERE a AND :flag") == ["flag"]
+    assert found("VACUUM t RETAIN :h HOURS") == ["h"]
+    assert found("OPTIMIZE t WHERE v:a.b = 1 AND x::int = 2 AND `v`:c = 3") == []
+    assert found("OPTIMIZE t WHERE note = ':x ?' -- :y ?\n") == []
+
+
+def test_statements_that_are_not_deltas_parse_to_none(spark: Any) -> None:
     from delta_pyspark.sql import parse
 
     for sql in (
@@ -691,4 +762,4 @@ def test_statements_that_are_not_deltas_parse_to_none() -> None:
         "DELETE t",
         "SHOW TABLES",
     ):
-        assert parse(sql) is None, sql
+        assert parse(sql, _tokens(spark, sql)) is None, sql

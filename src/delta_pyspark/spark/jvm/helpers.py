@@ -199,11 +199,11 @@ def listed_tables_of(df: DataFrame) -> list[str]:
     return [str(t) for t in source.listedTablesOf(java_frame(df))]
 
 
-def serve_sql_commands(spark: SparkSession, commands: Any) -> bool:
-    """Register ``commands`` (the Python side of ``DeltaSqlParser``'s statements) with the
-    session's JVM; False without the helper jar."""
+def serve_sql_commands(spark: SparkSession, commands: Any, openings: str) -> bool:
+    """Register ``commands`` (the Python side of ``DeltaSqlParser``'s statements) and the
+    statements' ``openings`` with the session's JVM; False without the helper jar."""
     parser = helper_class(spark, "deltapyspark.DeltaSqlParser")
     if parser is None:
         return False
-    serve_callbacks(spark, "commands", lambda: parser.register(commands))
+    serve_callbacks(spark, "commands", lambda: parser.register(commands, openings))
     return True

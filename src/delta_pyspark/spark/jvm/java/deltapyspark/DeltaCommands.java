@@ -10,24 +10,28 @@ package deltapyspark;
  */
 public interface DeltaCommands {
   /**
-   * Whether {@code sql} is a Delta statement on a Delta table of {@code session}: {@code N},
-   * an error, or {@code O} followed by the DDL of its result's columns (empty: no columns).
+   * Whether {@code sql} (its {@code tokens} as {@link SqlTokens} encodes them) is a Delta
+   * statement on a Delta table of {@code session}: {@code N}, an error, or {@code O} followed
+   * by the DDL of its result's columns (empty: no columns) and, each after a NUL, its
+   * parameter markers (see {@link DeltaCommand#parameters}).
    */
-  String describe(Object session, String sql);
+  String describe(Object session, String sql, String tokens);
 
   /**
-   * Runs the Delta statement {@code sql} in {@code session}: its result as a Dataset whose
-   * columns are those {@link #describe} announced, or an error as a String.
+   * Runs the Delta statement {@code sql} in {@code session}, its markers bound to {@code
+   * values} (see {@link DeltaCommand}): its result as a Dataset whose columns are those
+   * {@link #describe} announced, or an error as a String.
    */
-  Object run(Object session, String sql);
+  Object run(Object session, String sql, String tokens, java.util.List values);
 
   /**
    * Resolves a time-travel read of the table {@code nameParts} (NUL-separated parts of its
-   * multipart name) at {@code version} or at the timestamp the SQL expression {@code
-   * timestampSql} gives (each empty when absent): {@code N} when it names no Delta table, an
+   * multipart name) at {@code version} or at {@code timestamp} (each empty when absent; a
+   * timestamp is {@code s} and a string, or {@code e} and a SQL expression; both empty to
+   * ask whether the name is a Delta table's): {@code N} when it names no Delta table, an
    * error, or {@code O table-path NUL version NUL timestamp}.
    */
-  String timeTravel(Object session, String nameParts, String version, String timestampSql);
+  String timeTravel(Object session, String nameParts, String version, String timestamp);
 
   /**
    * Replaces (or, with {@code orCreate}, creates) the table {@code definition} describes (see

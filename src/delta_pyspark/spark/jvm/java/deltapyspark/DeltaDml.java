@@ -290,12 +290,10 @@ public final class DeltaDml extends Rule {
   /** Delta refuses subqueries in DML conditions (delta-spark's DELTA_UNSUPPORTED_SUBQUERY). */
   private static void refuseSubquery(Expression condition, String operation) {
     if (SubqueryExpression$.MODULE$.hasSubquery(condition)) {
-      throw DeltaSource.error(
-          DeltaSqlParser.commands()
-              .refusal(
-                  "DELTA_UNSUPPORTED_SUBQUERY",
-                  "Subqueries are not supported in the " + operation + " (condition = "
-                      + condition.sql() + ")."));
+      throw DeltaSqlParser.refused(
+          "DELTA_UNSUPPORTED_SUBQUERY",
+          "Subqueries are not supported in the " + operation + " (condition = "
+              + condition.sql() + ").");
     }
   }
 

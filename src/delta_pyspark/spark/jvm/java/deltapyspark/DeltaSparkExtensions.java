@@ -14,7 +14,8 @@ import scala.runtime.BoxedUnit;
  * the table of {@code delta.`path`} to the source ({@link DeltaSqlParser}, and {@link
  * DeltaTableReferences} for plans the parser does not see), the rules that run
  * Spark's MERGE, UPDATE and DELETE on Delta tables as the Python core's commands ({@link
- * MergeStars}, {@link DeltaDml}), the rule that runs
+ * MergeStars}, {@link DeltaDml}), time travel to a bound parameter ({@link BoundTimeTravel}),
+ * the rule that runs
  * SQL inserts into Delta tables as the Python core's writes ({@link DeltaWrites}), and a check
  * that refuses any plain Parquet write into a Delta table that rule did not replace.
  */
@@ -49,6 +50,12 @@ public final class DeltaSparkExtensions extends AbstractFunction1 {
         new AbstractFunction1() {
           public Object apply(Object session) {
             return new DeltaDml();
+          }
+        });
+    extensions.injectResolutionRule(
+        new AbstractFunction1() {
+          public Object apply(Object session) {
+            return new BoundTimeTravel((SparkSession) session);
           }
         });
     extensions.injectPostHocResolutionRule(

@@ -1,7 +1,6 @@
 package deltapyspark;
 
 import java.util.HashMap;
-import java.util.Locale;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.AliasIdentifier;
 import org.apache.spark.sql.catalyst.FunctionIdentifier;
@@ -45,6 +44,7 @@ import scala.runtime.AbstractPartialFunction;
  */
 public final class DeltaSqlParser implements ParserInterface {
   private static volatile DeltaCommands commands;
+  private static volatile java.util.Set openings = java.util.Collections.emptySet();
 
   private final SparkSession session;
   private final ParserInterface delegate;
@@ -54,9 +54,18 @@ public final class DeltaSqlParser implements ParserInterface {
     this.delegate = delegate;
   }
 
-  /** Called by the Python API layer when a session is set up. */
-  public static void register(DeltaCommands pythonCommands) {
+  /**
+   * Called by the Python API layer when a session is set up, with the openings of Delta's
+   * statements (one or two upper-case words each, one per line): the grammar's own list.
+   */
+  public static void register(DeltaCommands pythonCommands, String statementOpenings) {
+    openings = new java.util.HashSet(java.util.Arrays.asList(statementOpenings.split("\n")));
     commands = pythonCommands;
+  }
+
+  /** A statement refused during analysis: the Python layer's typed error for {@code condition}. */
+  static RuntimeException refused(String condition, String message) {
+    return DeltaSource.error(commands().refusal(condition, message));
   }
 
   static DeltaCommands commands() {
@@ -73,14 +82,16 @@ public final class DeltaSqlParser implements ParserInterface {
   public LogicalPlan parsePlan(String sql) throws ParseException {
     DeltaCommands registered = commands;
     if (registered != null && mayBeDeltaStatement(sql)) {
-      String answer = registered.describe(session, sql);
+      String answer = registered.describe(session, sql, SqlTokens.encode(sql));
       if (answer.startsWith("E")) {
         throw DeltaSource.error(answer.substring(1));
       }
       if (answer.startsWith("O")) {
-        String ddl = answer.substring(1);
+        String[] fields = answer.substring(1).split("\0", -1);
+        String ddl = fields[0];
         StructType schema = ddl.isEmpty() ? new StructType() : StructType.fromDDL(ddl);
-        return new DeltaCommand(sql, DataTypeUtils.toAttributes(schema));
+        return new DeltaCommand(
+            sql, DataTypeUtils.toAttributes(schema), DeltaCommand.parameters(fields));
       }
     }
     LogicalPlan plan = delegate.parsePlan(sql);
@@ -100,64 +111,14 @@ public final class DeltaSqlParser implements ParserInterface {
   }
 
   /**
-   * Whether {@code sql} starts like one of Delta's statements: only then is Python asked, so
-   * other statements cost a scan of their first words.
+   * Whether {@code sql} opens as one of Delta's statements (the openings the Python grammar
+   * registered): only then is Python asked, so other statements cost a look at their first
+   * tokens.
    */
   static boolean mayBeDeltaStatement(String sql) {
-    String[] words = leadingWords(sql, 2);
-    String first = words[0];
-    String second = words[1];
-    if (first.equals("OPTIMIZE") || first.equals("VACUUM") || first.equals("RESTORE")
-        || first.equals("CONVERT") || first.equals("GENERATE") || first.equals("REORG")
-        || first.equals("ALTER")) {
-      return true;
-    }
-    if (first.equals("DESCRIBE") || first.equals("DESC")) { // HISTORY, DETAIL, a delta.`path`
-      return second.equals("HISTORY") || second.equals("DETAIL")
-          || sql.toUpperCase(Locale.ROOT).contains("DELTA.`");
-    }
-    if (first.equals("SHOW")) {
-      return second.equals("TBLPROPERTIES")
-          || second.equals("COLUMNS") && sql.toUpperCase(Locale.ROOT).contains("DELTA.`");
-    }
-    if (first.equals("CREATE")) { // a clone, a table at a delta.`path`, a catalog-managed one,
-      String upper = sql.toUpperCase(Locale.ROOT); // one with generated or identity columns
-      return upper.contains("CLONE") || upper.contains("DELTA.`")
-          || upper.contains("CATALOGMANAGED") || upper.contains("GENERATED");
-    }
-    if (first.equals("DROP")) { // a table of the attached catalog
-      return second.equals("TABLE");
-    }
-    return false;
-  }
-
-  /** The first {@code n} words of {@code sql} in upper case, past blanks and comments. */
-  static String[] leadingWords(String sql, int n) {
-    String[] words = new String[n];
-    int i = 0;
-    int length = sql.length();
-    for (int w = 0; w < n; w++) {
-      while (i < length) {
-        char c = sql.charAt(i);
-        if (Character.isWhitespace(c)) {
-          i++;
-        } else if (sql.startsWith("--", i)) {
-          int end = sql.indexOf('\n', i);
-          i = end < 0 ? length : end + 1;
-        } else if (sql.startsWith("/*", i)) {
-          int end = sql.indexOf("*/", i + 2);
-          i = end < 0 ? length : end + 2;
-        } else {
-          break;
-        }
-      }
-      int start = i;
-      while (i < length && Character.isLetter(sql.charAt(i))) {
-        i++;
-      }
-      words[w] = sql.substring(start, i).toUpperCase(Locale.ROOT);
-    }
-    return words;
+    java.util.Set registered = openings;
+    String[] words = SqlTokens.leadingWords(sql, 2);
+    return registered.contains(words[0]) || registered.contains(words[0] + " " + words[1]);
   }
 
   LogicalPlan withPaths(LogicalPlan plan) {
@@ -168,7 +129,7 @@ public final class DeltaSqlParser implements ParserInterface {
                 return isDeltaPath(node)
                     || isInsertIntoPath(node)
                     || TableChanges.isTableChanges(node)
-                    || node instanceof RelationTimeTravel
+                    || node instanceof RelationTimeTravel && !awaitsParameters(node)
                     || atSyntax(node) != null;
               }
 
@@ -180,7 +141,9 @@ public final class DeltaSqlParser implements ParserInterface {
                       delegate);
                 }
                 if (node instanceof RelationTimeTravel) {
-                  return timeTravel(session, (RelationTimeTravel) node);
+                  return awaitsParameters(node)
+                      ? awaitingParameters((RelationTimeTravel) node)
+                      : timeTravel(session, (RelationTimeTravel) node);
                 }
                 RelationTimeTravel at = atSyntax(node);
                 if (at != null) {
@@ -226,15 +189,17 @@ public final class DeltaSqlParser implements ParserInterface {
       return travel;
     }
     UnresolvedRelation relation = (UnresolvedRelation) travel.relation();
-    StringBuilder name = new StringBuilder();
-    scala.collection.Iterator parts = relation.multipartIdentifier().iterator();
-    while (parts.hasNext()) {
-      name.append((String) parts.next()).append('\0');
-    }
     String version = travel.version().isDefined() ? (String) travel.version().get() : "";
-    String timestamp =
-        travel.timestamp().isDefined() ? ((Expression) travel.timestamp().get()).sql() : "";
-    String answer = registered.timeTravel(session, name.toString(), version, timestamp);
+    String timestamp = "";
+    if (travel.timestamp().isDefined()) {
+      Expression expression = (Expression) travel.timestamp().get();
+      timestamp =
+          expression instanceof org.apache.spark.sql.catalyst.expressions.Literal
+                  && expression.dataType() instanceof org.apache.spark.sql.types.StringType
+              ? "s" + ((org.apache.spark.sql.catalyst.expressions.Literal) expression).value()
+              : "e" + expression.sql();
+    }
+    String answer = registered.timeTravel(session, nameParts(relation), version, timestamp);
     if (answer.startsWith("E")) {
       throw DeltaSource.error(answer.substring(1));
     }
@@ -261,6 +226,57 @@ public final class DeltaSqlParser implements ParserInterface {
     }
     String alias = (String) relation.multipartIdentifier().last();
     return new SubqueryAlias(new AliasIdentifier(alias), read);
+  }
+
+  /** Time travel to a timestamp holding a parameter marker ({@link BoundTimeTravel}'s). */
+  private static boolean awaitsParameters(Object node) {
+    Option timestamp = ((RelationTimeTravel) node).timestamp();
+    return timestamp.isDefined()
+        && ((Expression) timestamp.get())
+            .containsPattern(
+                org.apache.spark.sql.catalyst.trees.TreePattern$.MODULE$.PARAMETER());
+  }
+
+  /**
+   * Time travel whose timestamp holds a marker, left for {@link BoundTimeTravel}; refused on a
+   * {@code delta.`path`}, which Spark's analyzer refuses as a file's time travel before any
+   * rule of an extension sees the bound value.
+   */
+  private static LogicalPlan awaitingParameters(RelationTimeTravel travel) {
+    LogicalPlan relation = travel.relation();
+    if (relation instanceof UnresolvedRelation
+        && ((UnresolvedRelation) relation).multipartIdentifier().size() == 2
+        && "delta".equalsIgnoreCase(
+            (String) ((UnresolvedRelation) relation).multipartIdentifier().head())) {
+      throw refused(
+          "UNSUPPORTED_FEATURE.PARAMETER_MARKER_IN_UNEXPECTED_STATEMENT",
+          "Parameter markers are not allowed in TIMESTAMP AS OF on a delta.`path`: name the "
+              + "table from the catalog, or write the timestamp into the statement.");
+    }
+    return travel;
+  }
+
+  /** Whether {@code relation} names a Delta table of the session (a catalog name). */
+  static boolean isDeltaTable(SparkSession session, UnresolvedRelation relation) {
+    DeltaCommands registered = commands;
+    if (registered == null) {
+      return false;
+    }
+    String answer = registered.timeTravel(session, nameParts(relation), "", "");
+    if (answer.startsWith("E")) {
+      throw DeltaSource.error(answer.substring(1));
+    }
+    return answer.startsWith("O");
+  }
+
+  /** A relation's multipart name as {@link DeltaCommands#timeTravel} takes it. */
+  private static String nameParts(UnresolvedRelation relation) {
+    StringBuilder name = new StringBuilder();
+    scala.collection.Iterator parts = relation.multipartIdentifier().iterator();
+    while (parts.hasNext()) {
+      name.append((String) parts.next()).append('\0');
+    }
+    return name.toString();
   }
 
   private static final java.util.regex.Pattern AT_VERSION =

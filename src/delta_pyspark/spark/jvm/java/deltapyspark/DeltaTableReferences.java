@@ -6,7 +6,9 @@ import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.analysis.RelationTimeTravel;
 import org.apache.spark.sql.catalyst.analysis.UnresolvedRelation;
 import org.apache.spark.sql.catalyst.expressions.Literal$;
+import org.apache.spark.sql.catalyst.plans.logical.InsertIntoStatement;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.plans.logical.OverwriteByExpression;
 import org.apache.spark.sql.catalyst.rules.Rule;
 import org.apache.spark.sql.catalyst.trees.TreeNode;
 import org.apache.spark.sql.types.DataTypes;
@@ -26,6 +28,10 @@ import scala.runtime.AbstractPartialFunction;
  *       spark.read.option("versionAsOf", 0).table("t")}) is the time travel {@link
  *       DeltaSqlParser} makes of {@code t VERSION AS OF 0}: Spark refuses time travel on its
  *       V1 tables, which Delta tables by name are here.
+ *   <li>{@code INSERT INTO t REPLACE WHERE cond query} (and {@code df.writeTo(t).overwrite(cond)})
+ *       on a Delta table is the overwrite with the {@code replaceWhere} option delta-spark
+ *       makes of it: Spark plans it for V2 tables only, and refuses a V1 table by name
+ *       ("Cannot write into v1 table") or a {@code delta.`path`} as a missing table.
  * </ul>
  */
 public final class DeltaTableReferences extends Rule {
@@ -40,7 +46,9 @@ public final class DeltaTableReferences extends Rule {
         .resolveOperatorsUp(
             new AbstractPartialFunction() {
               public boolean isDefinedAt(Object node) {
-                return DeltaSqlParser.isDeltaPath(node) || travelsByOptions(node);
+                return DeltaSqlParser.isDeltaPath(node)
+                    || travelsByOptions(node)
+                    || node instanceof OverwriteByExpression;
               }
 
               public Object applyOrElse(Object node, scala.Function1 fallback) {
@@ -50,9 +58,57 @@ public final class DeltaTableReferences extends Rule {
                 if (travelsByOptions(node)) {
                   return byOptions((UnresolvedRelation) node);
                 }
+                if (node instanceof OverwriteByExpression) {
+                  return replaceWhere((OverwriteByExpression) node);
+                }
                 return fallback.apply(node);
               }
             });
+  }
+
+  /**
+   * An overwrite of the rows matching a condition, on a Delta table, as Spark's insert with
+   * the condition as the {@code replaceWhere} write option (the condition as SQL text, which
+   * the write parses); any other table's is left to Spark.
+   */
+  private LogicalPlan replaceWhere(OverwriteByExpression overwrite) {
+    if (!(overwrite.table() instanceof UnresolvedRelation)) {
+      return overwrite;
+    }
+    UnresolvedRelation table = (UnresolvedRelation) overwrite.table();
+    boolean byPath = DeltaSqlParser.isDeltaPath(table);
+    if (!byPath && !DeltaSqlParser.isDeltaTable(session, table)) {
+      return overwrite;
+    }
+    if (overwrite.deleteExpr().containsPattern(
+        org.apache.spark.sql.catalyst.trees.TreePattern$.MODULE$.PARAMETER())) {
+      throw DeltaSqlParser.refused(
+          "UNSUPPORTED_FEATURE.PARAMETER_MARKER_IN_UNEXPECTED_STATEMENT",
+          "Parameter markers are not allowed in the condition of INSERT ... REPLACE WHERE on "
+              + "a Delta table: write the values into the condition.");
+    }
+    Map options = new HashMap(table.options().asCaseSensitiveMap());
+    scala.collection.Iterator written = overwrite.writeOptions().iterator();
+    while (written.hasNext()) {
+      scala.Tuple2 option = (scala.Tuple2) written.next();
+      options.put(option._1(), option._2());
+    }
+    options.put("replaceWhere", overwrite.deleteExpr().sql());
+    UnresolvedRelation target =
+        new UnresolvedRelation(
+            table.multipartIdentifier(), new CaseInsensitiveStringMap(options), false);
+    InsertIntoStatement insert =
+        new InsertIntoStatement(
+            target,
+            scala.collection.immutable.Map$.MODULE$.empty(),
+            scala.collection.immutable.Nil$.MODULE$,
+            overwrite.query(),
+            true,
+            false,
+            overwrite.isByName());
+    return byPath
+        ? DeltaPathInserts.withTable(insert, DeltaSqlParser.withPath(target))
+        : insert;
   }
 
   private static boolean travelsByOptions(Object node) {

@@ -228,7 +228,8 @@ public final class DeltaWrites extends Rule {
     // the Python statement refuses a partition spec, as delta-spark does
     String partition = truncate.partitionSpec().isDefined() ? " PARTITION" : "";
     String sql = "TRUNCATE TABLE " + table.identifier().quotedString() + partition;
-    return new DeltaCommand(sql, scala.collection.immutable.Nil$.MODULE$);
+    return new DeltaCommand(
+        sql, scala.collection.immutable.Nil$.MODULE$, scala.collection.immutable.Nil$.MODULE$);
   }
 
   private static boolean hasLog(CatalogTable table) {
