@@ -340,6 +340,7 @@ def _files_hit(path: str, spark: Any, predicate: str) -> int:
     return int(report.files_scanned)
 
 
+@pytest.mark.long  # slow: CI's second step
 def test_optimize_clusters_incrementally_then_full(spark: Any, tmp_path: Path, conf: Any) -> None:
     path = str(tmp_path / "t")
     _scattered(spark, path, 0, 20000, 16, "errorifexists")

@@ -621,6 +621,7 @@ def test_merge_row_matched_twice_fails_whatever_the_clauses_do(
     assert _rows(spark, path) == _model([r for r in expected if r[0] != 5])
 
 
+@pytest.mark.long  # slow: CI's second step
 @pytest.mark.parametrize("dv", [False, True], ids=["copy-on-write-by-position", "deletion-vectors"])
 def test_merge_update_all_by_a_source_row_matching_several_target_rows(
     spark: Any, tmp_path: Path, dv: bool

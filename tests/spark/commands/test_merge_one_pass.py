@@ -139,6 +139,7 @@ def test_one_pass_upsert_of_only_new_keys_rewrites_nothing(
     assert len(_rows(spark, path)) == 43
 
 
+@pytest.mark.long  # slow: CI's second step
 def test_one_pass_hands_a_source_row_matching_two_target_rows_to_the_general_path(
     spark: Any, tmp_path: Path, one_pass: list[bool]
 ):

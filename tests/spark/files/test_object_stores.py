@@ -66,6 +66,7 @@ def test_s3a_settings_become_the_logs_store_options() -> None:
     assert s3_options({}, "b1") == {}
 
 
+@pytest.mark.long  # slow: CI's second step
 def test_write_read_and_dml_on_an_s3a_table(
     spark: Any, s3a_bucket: str, s3_server: S3Server
 ) -> None:
