@@ -100,7 +100,7 @@ def _clauses(p: StatementParser, target: TableRef) -> _Definition:
     out = _Definition()
     if p.at("(") and not _query_follows(p):
         out.columns = p.group("the column list").all_text()
-    while not p.done() and not p.at(";"):
+    while not p.done():
         if p.accept("USING"):
             provider = p.identifier("a table provider after USING")
             if provider.lower() != "delta":

@@ -22,7 +22,7 @@ def describe_table(p: StatementParser) -> Statement | None:
     if p.done():
         return None
     target = p.table()
-    if target.delta_path is None or (not p.done() and not p.at(";")):
+    if target.delta_path is None or not p.done():
         return None  # a name, or a column/partition spec: Spark's
     p.end()
 

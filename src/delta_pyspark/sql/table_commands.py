@@ -20,6 +20,7 @@ from delta_pyspark.spark.commands.optimize import (
     metrics_frame,
     run_optimize,
 )
+from delta_pyspark.spark.commands.vacuum import execute_vacuum
 from delta_pyspark.sql.create_table import (
     asks_catalog_managed,
     create_table,
@@ -123,8 +124,15 @@ def vacuum(p: StatementParser) -> Statement:
     hours: float | None = None
     dry_run = False
     lite: bool | None = None
-    while not p.done() and not p.at(";"):
-        if p.accept("LITE"):
+    inventory: str | None = None  # a query, or a table's name
+    inventory_is_query = False
+    while not p.done():
+        if p.accept("USING", "INVENTORY"):
+            inventory_is_query = p.at("(")
+            inventory = (
+                p.group("the inventory query").all_text() if inventory_is_query else p.table().text
+            )
+        elif p.accept("LITE"):
             lite = True
         elif p.accept("FULL"):
             lite = False
@@ -134,11 +142,15 @@ def vacuum(p: StatementParser) -> Statement:
         elif p.accept("DRY", "RUN"):
             dry_run = True
         else:
-            p.fail("LITE, FULL, RETAIN <n> HOURS or DRY RUN")
+            p.fail("LITE, FULL, USING INVENTORY, RETAIN <n> HOURS or DRY RUN")
     p.end()
 
     def run(spark: SparkSession, path: str) -> DataFrame:
-        result = DeltaTable(spark, path).vacuum(hours, dryRun=dry_run, lite=lite)
+        files = None
+        if inventory is not None:
+            files = spark.sql(inventory) if inventory_is_query else spark.table(inventory)
+        log = DeltaLog.for_table(path)
+        result = execute_vacuum(spark, log, hours, dry_run, lite, inventory=files)
         if dry_run:
             return result
         # delta-spark's SQL VACUUM answers the table's path once the files are deleted.
@@ -228,7 +240,7 @@ def create(p: StatementParser) -> Statement | None:
     version, timestamp = as_of(p, required=False)
     properties: dict[str, str] = {}
     location: str | None = None
-    while not p.done() and not p.at(";"):
+    while not p.done():
         if p.accept("TBLPROPERTIES"):
             properties.update(p.group("the TBLPROPERTIES list").properties())
         elif p.accept("LOCATION"):

@@ -26,7 +26,12 @@ from table_helpers import (
 from delta_pyspark.core.commands import vacuum as vacuum_module
 from delta_pyspark.core.commands.clone_registry import register_shallow_clone
 from delta_pyspark.core.commands.vacuum import vacuum
-from delta_pyspark.core.commands.vacuum_plan import is_hidden, plan_vacuum, retention_ms
+from delta_pyspark.core.commands.vacuum_plan import (
+    inventory_listing,
+    is_hidden,
+    plan_vacuum,
+    retention_ms,
+)
 from delta_pyspark.core.log.table_paths import dv_file_path
 from delta_pyspark.core.protocol.actions import remove_actions
 from delta_pyspark.core.protocol.schema import (
@@ -405,3 +410,27 @@ def test_unreadable_registered_clone_stops_vacuum(tmp_path: Path) -> None:
     register_shallow_clone(str(tmp_path / "src"), str(clone), 0)
     with pytest.raises(DeltaError, match="refuses to run"):
         vacuum(log, dry_run=True)
+
+
+def test_an_inventory_lists_the_table_s_files_and_directories_only(tmp_path: Path) -> None:
+    root = str(tmp_path / "t")
+    listing = inventory_listing(
+        root,
+        [
+            (f"file:{root}/part-0.parquet", 10, False, 5),
+            (f"{root}/p=1", 0, True, 6),
+            (f"file://{root}/p=1/part-1.parquet", 20, False, 7),
+            (f"{root}/_delta_log/00000000000000000000.json", 30, False, 8),
+            (f"{root}/_tmp/part-2.parquet", 40, False, 9),
+            (f"{root}/_change_data/cdc-0.parquet", 50, False, 10),
+            (f"{root}2/part-3.parquet", 60, False, 11),
+            (root, 0, True, 12),
+        ],
+        ["p"],
+    )
+    assert sorted((f.path, f.size, f.modification_time) for f in listing.files) == [
+        (f"{root}/_change_data/cdc-0.parquet", 50, 10),
+        (f"{root}/p=1/part-1.parquet", 20, 7),
+        (f"{root}/part-0.parquet", 10, 5),
+    ]
+    assert listing.dirs == {f"{root}/p=1": 6}

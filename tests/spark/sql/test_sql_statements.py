@@ -241,7 +241,7 @@ def test_unknown_columns_fail_and_change_nothing(spark: Any, table: Table) -> No
     ("statement", "near", "expected"),
     [
         ("VACUUM {t} RETAIN HOURS", "'HOURS'", "a number of hours after RETAIN"),
-        ("VACUUM {t} QUICK", "'QUICK'", "LITE, FULL, RETAIN <n> HOURS or DRY RUN"),
+        ("VACUUM {t} QUICK", "'QUICK'", "LITE, FULL, USING INVENTORY, RETAIN <n> HOURS or DRY RUN"),
         ("DESCRIBE HISTORY {t} LIMIT x", "'x'", "a row count after LIMIT"),
         ("RESTORE TABLE {t} TO VERSION 1", "'VERSION'", "VERSION AS OF <version> or TIMESTAMP"),
         ("OPTIMIZE {t} ZORDER BY (id) extra", "'extra'", "the end of the statement"),
@@ -355,6 +355,74 @@ def test_vacuum_lite_and_full(spark: Any, table: Table, conf: Any) -> None:
     assert not any(os.path.exists(f) for f in old_files) and os.path.exists(orphan)
     spark.sql(f"VACUUM {table.ref} FULL RETAIN 0 HOURS").collect()
     assert not os.path.exists(orphan)
+
+
+def _inventory(spark: Any, root: str, leave_out: set[str]) -> Any:
+    """The files and directories under ``root`` as a bucket inventory lists them."""
+    rows = []
+    for directory, dirs, files in os.walk(root):
+        for name in dirs + files:
+            path = os.path.join(directory, name)
+            if path in leave_out:
+                continue
+            stat = os.stat(path)
+            is_dir = os.path.isdir(path)
+            rows.append((f"file:{path}", 0 if is_dir else stat.st_size, is_dir, 0))
+    rows.append(("file:/elsewhere/part-0.parquet", 1, False, 0))  # another table's
+    schema = "path string, length bigint, isDir boolean, modificationTime bigint, extra int"
+    return spark.createDataFrame([(*r, 1) for r in rows], schema)
+
+
+def test_vacuum_using_an_inventory_instead_of_a_listing(
+    spark: Any, table: Table, conf: Any
+) -> None:
+    conf("spark.databricks.delta.retentionDurationCheck.enabled", "false")
+    root = DeltaLog(table.path).table_root
+    listed, unlisted = (os.path.join(root, f"orphan-{n}.parquet") for n in ("a", "b"))
+    for orphan in (listed, unlisted):
+        with open(orphan, "wb") as f:
+            f.write(b"no commit names me")
+    _inventory(spark, root, {unlisted}).createOrReplaceTempView("sql_inventory")
+    try:
+        dry = spark.sql(
+            f"VACUUM {table.ref} USING INVENTORY sql_inventory RETAIN 0 HOURS DRY RUN"
+        ).collect()
+        assert [r.path for r in dry] == [listed]
+        spark.sql(
+            f"VACUUM {table.ref} USING INVENTORY (SELECT * FROM sql_inventory WHERE extra = :e) "
+            "RETAIN 0 HOURS",
+            args={"e": 1},
+        ).collect()
+        assert not os.path.exists(listed) and os.path.exists(unlisted)
+        assert _rows(spark, table.path) == [(i, 10 * i) for i in range(5)]
+        assert _operations(spark, table.ref)[-2:] == ["VACUUM START", "VACUUM END"]
+    finally:
+        spark.catalog.dropTempView("sql_inventory")
+
+
+def test_vacuum_with_a_stale_or_malformed_inventory(spark: Any, table: Table, conf: Any) -> None:
+    conf("spark.databricks.delta.retentionDurationCheck.enabled", "false")
+    root = DeltaLog(table.path).table_root
+    paths = DeltaLog(table.path).snapshot().files.column("path").to_pylist()
+    live = {os.path.join(root, p) for p in paths}
+    stale = _inventory(spark, root, live)
+    stale.createOrReplaceTempView("sql_stale_inventory")
+    try:
+        # a stale inventory, without the live files: none of them is deleted
+        spark.sql(f"VACUUM {table.ref} USING INVENTORY sql_stale_inventory RETAIN 0 HOURS")
+        assert all(os.path.exists(p) for p in live)
+        assert _rows(spark, table.path) == [(i, 10 * i) for i in range(5)]
+        with pytest.raises(AnalysisException) as caught:
+            spark.sql(
+                f"VACUUM {table.ref} USING INVENTORY (SELECT path, length FROM sql_stale_inventory)"
+            )
+        assert caught.value.getCondition() == "DELTA_INVALID_INVENTORY_SCHEMA"
+        with pytest.raises(DeltaAnalysisException, match=r"LITE .* takes no inventory"):
+            spark.sql(f"VACUUM {table.ref} LITE USING INVENTORY sql_stale_inventory")
+    finally:
+        spark.catalog.dropTempView("sql_stale_inventory")
+    assert all(os.path.exists(p) for p in live)
+    assert _version(table.path) == 2  # the VACUUM START and END of the stale inventory's run
 
 
 def test_restore_to_version_and_timestamp(spark: Any, table: Table) -> None:

@@ -8,7 +8,7 @@ referenced again is spared) and against directories swapped for links since list
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +24,7 @@ from delta_pyspark.core.snapshot.snapshot import Snapshot
 from delta_pyspark.core.storage.locations import is_inside, join, parent, relative_to
 from delta_pyspark.core.storage.log_store import LogStore
 from delta_pyspark.core.transaction.optimistic_transaction import Transaction
+from delta_pyspark.exceptions import DeltaAnalysisException
 
 _logger = logging.getLogger(__name__)
 
@@ -117,14 +118,22 @@ def vacuum(
     before_delete: Callable[[VacuumPlan], None] | None = None,
     trust_damaged_log: bool = False,
     lite: bool = False,
+    inventory: Iterable[tuple[str, int, bool, int]] | None = None,
 ) -> VacuumResult:
     """Run VACUUM; a dry run only plans. A real run commits VACUUM START (with what it
     will delete), deletes, and commits VACUUM END (COMPLETED, or FAILED and re-raise).
-    ``lite``: plan from the log's removes instead of listing the table (``vacuum_lite``).
+    ``lite``: plan from the log's removes instead of listing the table (``vacuum_lite``);
+    ``inventory``: plan from an inventory of the storage's files instead of a listing
+    (``vacuum_plan.inventory_listing``).
 
     A state VACUUM cannot trust (module doc) raises a ``CorruptLogError`` before any
     commit or deletion; ``trust_damaged_log=True`` acts on it anyway.
     """
+    if lite and inventory is not None:
+        raise DeltaAnalysisException(
+            "VACUUM LITE finds its files in the log: it takes no inventory (USING INVENTORY "
+            "is for a FULL vacuum)"
+        )
     if lite:
         plan = plan_vacuum_lite(log, retention_hours, check_enabled=check_enabled, now_ms=now_ms)
     else:
@@ -134,6 +143,7 @@ def vacuum(
             check_enabled=check_enabled,
             now_ms=now_ms,
             trust_damaged_log=trust_damaged_log,
+            inventory=inventory,
         )
     result = VacuumResult(plan, dry_run)
     if dry_run:

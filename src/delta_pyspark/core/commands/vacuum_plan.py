@@ -246,6 +246,33 @@ def list_table_files(store: LogStore, root: str, partition_columns: Iterable[str
     return listing
 
 
+def inventory_listing(
+    root: str,
+    inventory: Iterable[tuple[str, int, bool, int]],
+    partition_columns: Iterable[str],
+) -> Listing:
+    """A listing from an inventory of the storage (delta-spark's ``VACUUM ... USING
+    INVENTORY``: ``path``, ``length``, ``isDir``, ``modificationTime`` rows, as a bucket's
+    inventory report gives them) instead of listing the table: the entries under ``root``
+    whose path has no hidden part. A file the inventory lacks is not deleted; a live file it
+    lacks is looked up in storage (``check_trusted``), so a stale inventory deletes no more
+    than a listing would."""
+    parts = tuple(partition_columns)
+    root = normalise(root)
+    listing = Listing()
+    for path, length, is_dir, modified in inventory:
+        location = normalise(path)
+        if not is_inside(root, location):
+            continue
+        if any(is_hidden(name, parts) for name in relative_to(location, root).split("/")):
+            continue
+        if is_dir:
+            listing.dirs[location] = modified
+        else:
+            listing.files.append(FileStatus(location, length, modified))
+    return listing
+
+
 def spare_link_targets(
     store: LogStore, root: str, links: list[str], doomed: list[FileStatus]
 ) -> list[FileStatus]:
@@ -392,8 +419,10 @@ def plan_vacuum(
     now_ms: int | None = None,
     snapshot: Snapshot | None = None,
     trust_damaged_log: bool = False,
+    inventory: Iterable[tuple[str, int, bool, int]] | None = None,
 ) -> VacuumPlan:
-    """List the table directory and choose the files to delete (deletes nothing).
+    """List the table directory (or read ``inventory``'s rows, ``inventory_listing``) and
+    choose the files to delete (deletes nothing).
 
     Raises ``CorruptLogError`` (``ChecksumMismatchError`` for a disagreeing ``.crc``)
     when the state cannot be trusted, unless ``trust_damaged_log`` (``check_trusted``).
@@ -404,7 +433,10 @@ def plan_vacuum(
     root = normalise(snapshot.table_root)
     # List first, then read references: a file committed after this listing is not
     # listed, one committed before it is in the references of the snapshot below.
-    listing = list_table_files(log.store, root, _partition_names(snapshot))
+    if inventory is None:
+        listing = list_table_files(log.store, root, _partition_names(snapshot))
+    else:
+        listing = inventory_listing(root, inventory, _partition_names(snapshot))
     snapshot = log.update(snapshot)
     live = referenced_files(root, snapshot.files)
     listed = None if trust_damaged_log else {f.path for f in listing.files}

@@ -3,12 +3,15 @@
 
 from __future__ import annotations
 
+from functools import reduce
+from operator import and_
 from typing import TYPE_CHECKING
 
 from delta_pyspark.core.commands.vacuum import vacuum
 from delta_pyspark.core.commands.vacuum_plan import RETENTION_CHECK_CONF, TRUST_DAMAGED_LOG_CONF
 from delta_pyspark.core.snapshot.delta_log import DeltaLog
 from delta_pyspark.core.storage.commit_coordinator import check_maintenance
+from delta_pyspark.exceptions import DeltaAnalysisException
 from delta_pyspark.spark.conf import (
     VACUUM_LITE_CONF,
     VACUUM_PARALLEL_DELETE_CONF,
@@ -37,6 +40,7 @@ def execute_vacuum(
     retention_hours: float | None = None,
     dry_run: bool = False,
     lite: bool | None = None,
+    inventory: DataFrame | None = None,
 ) -> DataFrame:
     """Run VACUUM. A dry run returns the files it would delete (column ``path``,
     their locations); a real run returns an empty DataFrame, as delta-spark's
@@ -47,6 +51,8 @@ def execute_vacuum(
     A damaged log (refused by the log reader, or live files missing: ``core/commands/vacuum.py``)
     raises ``CorruptLogError`` and deletes nothing; the session conf
     ``spark.databricks.delta.vacuum.trustDamagedLog=true`` skips the missing-file check.
+    ``inventory``: the storage's files as a DataFrame (``VACUUM ... USING INVENTORY``), read
+    instead of listing the table (``inventory_rows``).
     """
     from pyspark.sql.types import StringType, StructField, StructType
 
@@ -62,8 +68,43 @@ def execute_vacuum(
         parallelism=parallelism,
         trust_damaged_log=trust_damaged_log(spark),
         lite=lite if lite is not None else vacuum_lite_default(spark),
+        inventory=None if inventory is None else inventory_rows(inventory, log.table_root),
     )
     if dry_run:
         schema = StructType([StructField("path", StringType(), False)])
         return spark.createDataFrame([(p,) for p in result.plan.paths], schema)
     return spark.createDataFrame([], StructType([]))
+
+
+#: the columns an inventory must have, as delta-spark requires them (others are ignored)
+INVENTORY_COLUMNS = (
+    ("path", "string"),
+    ("length", "bigint"),
+    ("isDir", "boolean"),
+    ("modificationTime", "bigint"),
+)
+
+
+def inventory_rows(inventory: DataFrame, table_root: str) -> list[tuple[str, int, bool, int]]:
+    """An inventory's rows under ``table_root`` (filtered by Spark, the rest collected):
+    ``path``, ``length``, ``isDir``, ``modificationTime`` (ms). An inventory without those
+    columns and types is refused by delta-spark's name for it."""
+    from pyspark.sql import functions as F
+
+    found = {f.name: f.dataType.simpleString() for f in inventory.schema.fields}
+    if any(found.get(name) != kind for name, kind in INVENTORY_COLUMNS):
+        required = ", ".join(f"{name} {kind}" for name, kind in INVENTORY_COLUMNS)
+        raise DeltaAnalysisException(
+            "[DELTA_INVALID_INVENTORY_SCHEMA] The schema for the specified INVENTORY does not "
+            f"contain all of the required fields. Required fields are: {required} (found: "
+            f"{inventory.schema.simpleString()})"
+        )
+    root = table_root.rstrip("/")
+    prefixes = {root, f"file:{root}", f"file://{root}"} if root.startswith("/") else {root}
+    under = F.lit(False)
+    for prefix in sorted(prefixes):
+        under = under | F.col("path").startswith(prefix + "/")
+    columns = [name for name, _ in INVENTORY_COLUMNS]
+    known = [F.col(name).isNotNull() for name in columns]
+    rows = inventory.where(under).where(reduce(and_, known)).select(*columns).collect()
+    return [(r.path, int(r.length), bool(r.isDir), int(r.modificationTime)) for r in rows]
