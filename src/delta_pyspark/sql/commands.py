@@ -20,7 +20,7 @@ from delta_pyspark.spark.jvm.hooks import table_definition
 from delta_pyspark.spark.sources.callback_service import answer_error
 from delta_pyspark.sql import dml
 from delta_pyspark.sql.grammar import openings, parse
-from delta_pyspark.sql.resolve import resolve
+from delta_pyspark.sql.resolve import not_a_delta_table, resolve
 from delta_pyspark.sql.statement import Statement
 from delta_pyspark.sql.text import TableRef
 
@@ -40,10 +40,7 @@ def _target(spark: SparkSession, statement: Statement) -> str | None:
         )
     if statement.spark_knows or kind == "foreign":
         return None
-    raise DeltaAnalysisException(
-        f"[DELTA_TABLE_ONLY_OPERATION] {ref.text} is not a Delta table: it is {location}. "
-        f"{statement.kind} is only supported for Delta tables."
-    )
+    raise not_a_delta_table(ref, location, statement.kind)
 
 
 def _checked_target(spark: SparkSession, statement: Statement) -> str | None:

@@ -6,6 +6,7 @@ from pyspark.sql import SparkSession
 
 from delta_pyspark.core.snapshot.delta_log import DeltaLog
 from delta_pyspark.exceptions import (
+    DeltaAnalysisException,
     DeltaTableNotFoundError,
 )
 from delta_pyspark.spark.catalog.session_catalog import table_location
@@ -50,3 +51,12 @@ def existing(path: str, ref: TableRef) -> str:
     if not DeltaLog(path).is_delta_table():
         raise DeltaTableNotFoundError(f"{ref.text}: {path} is not a Delta table")
     return path
+
+
+def not_a_delta_table(ref: TableRef, what: str | None, operation: str) -> DeltaAnalysisException:
+    """delta-spark's refusal of a Delta-only ``operation`` on ``ref``, naming ``what`` it is
+    (``resolve``'s description)."""
+    return DeltaAnalysisException(
+        f"[DELTA_TABLE_ONLY_OPERATION] {ref.text} is not a Delta table: it is {what}. "
+        f"{operation} is only supported for Delta tables."
+    )

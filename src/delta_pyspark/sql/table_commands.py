@@ -10,10 +10,12 @@ from delta_pyspark.core.commands.truncate import truncate_table
 from delta_pyspark.core.snapshot.delta_log import DeltaLog
 from delta_pyspark.exceptions import (
     DeltaAnalysisException,
+    DeltaTableNotFoundError,
     DeltaUnsupportedOperationException,
 )
 from delta_pyspark.spark.catalog.managed_tables import catalog_table_name, drop_catalog_table
-from delta_pyspark.spark.commands.convert import convert_to_delta
+from delta_pyspark.spark.catalog.session_catalog import lookup
+from delta_pyspark.spark.commands.convert import catalog_partition_ddl, convert_to_delta
 from delta_pyspark.spark.commands.optimize import (
     METRICS_DDL,
     OptimizeSpec,
@@ -28,8 +30,9 @@ from delta_pyspark.sql.create_table import (
     declares_identity,
 )
 from delta_pyspark.sql.path_metadata import describe_table
+from delta_pyspark.sql.resolve import not_a_delta_table, resolve
 from delta_pyspark.sql.statement import Statement, as_of, where
-from delta_pyspark.sql.text import StatementParser
+from delta_pyspark.sql.text import StatementParser, TableRef
 from delta_pyspark.tables import DETAIL_DDL, HISTORY_DDL, DeltaTable
 
 _CLONE_COLUMNS = (
@@ -255,15 +258,33 @@ def create(p: StatementParser) -> Statement | None:
         )
     destination = location or target.delta_path or target.text
 
-    def run(spark: SparkSession, path: str) -> DataFrame:
-        from delta_pyspark.spark.commands.clone import execute_clone, target_location
+    def run(spark: SparkSession, _path: str) -> DataFrame:
+        from delta_pyspark.spark.commands.clone import (
+            clone_parquet,
+            execute_clone,
+            target_location,
+        )
 
         if if_not_exists and DeltaLog(target_location(spark, destination)).is_delta_table():
-            result_row: tuple[int, ...] = (0,) * len(_CLONE_COLUMNS)
+            return spark.createDataFrame([(0,) * len(_CLONE_COLUMNS)], _CLONE_DDL)
+        parquet = _parquet_source(spark, source)
+        if parquet is not None:
+            if version is not None or timestamp is not None:
+                raise DeltaAnalysisException(
+                    f"CLONE {source.text} VERSION/TIMESTAMP AS OF: a Parquet source has no versions"
+                )
+            result = clone_parquet(
+                spark,
+                *parquet,
+                destination,
+                shallow=shallow,
+                replace=replace,
+                properties=properties,
+            )
         else:
             result = execute_clone(
                 spark,
-                DeltaLog.for_table(path),
+                DeltaLog.for_table(_delta_source(spark, source)),
                 destination,
                 shallow=shallow,
                 replace=replace,
@@ -271,10 +292,34 @@ def create(p: StatementParser) -> Statement | None:
                 version=version,
                 timestamp=timestamp,
             )
-            result_row = tuple(int(result.metrics.get(k, 0)) for k, _ in _CLONE_COLUMNS)
+        result_row = tuple(int(result.metrics.get(k, 0)) for k, _ in _CLONE_COLUMNS)
         return spark.createDataFrame([result_row], _CLONE_DDL)
 
-    return Statement("CLONE", source, _CLONE_DDL, run)
+    return Statement("CLONE", None, _CLONE_DDL, run)
+
+
+def _parquet_source(spark: SparkSession, source: TableRef) -> tuple[str, str | None] | None:
+    """A clone source of Parquet files: ``parquet.`path``` or a Parquet table of the session
+    catalog, as (directory, its partition columns' DDL); None for any other source."""
+    if len(source.parts) == 2 and source.parts[0].lower() == "parquet":
+        return source.parts[1], None
+    if source.delta_path is not None or len(source.parts) > 2:
+        return None
+    entry = lookup(spark, ".".join(source.parts))
+    if entry is None or entry.provider != "parquet" or entry.location is None:
+        return None
+    return entry.location, catalog_partition_ddl(spark, ".".join(source.parts))
+
+
+def _delta_source(spark: SparkSession, source: TableRef) -> str:
+    """The path of the Delta table a CLONE copies (refusing any other source by name)."""
+    kind, location = resolve(spark, source)
+    if kind == "delta" and location is not None:
+        return location
+    if kind == "other":
+        raise not_a_delta_table(source, location, "CLONE (of a table other than Parquet)")
+    where = f" (looked in {location})" if location else ""
+    raise DeltaTableNotFoundError(f"CLONE: table {source.text} not found{where}")
 
 
 def generate(p: StatementParser) -> Statement:

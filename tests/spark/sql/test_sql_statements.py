@@ -525,6 +525,62 @@ def test_clone(spark: Any, table: Table, tmp_path: Path) -> None:
         shutil.rmtree(table_location(spark, name), ignore_errors=True)
 
 
+def test_shallow_clone_of_a_parquet_directory(spark: Any, tmp_path: Path) -> None:
+    source = str(tmp_path / "pq")
+    spark.range(6).selectExpr("id", "id * 10 AS v").repartition(2).write.parquet(source)
+    parquet_files = sorted(str(p) for p in Path(source).glob("*.parquet"))
+    clone = str(tmp_path / "clone")
+    result = spark.sql(f"CREATE TABLE delta.`{clone}` SHALLOW CLONE parquet.`{source}`").first()
+    assert (result.source_num_of_files, result.num_copied_files) == (2, 0)
+    assert _rows(spark, clone) == [(i, 10 * i) for i in range(6)]
+    snapshot = DeltaLog(clone).snapshot()
+    assert sorted(snapshot.files.column("path").to_pylist()) == [
+        f"file://{f}" for f in parquet_files
+    ]
+    assert all(stats for stats in snapshot.files.column("stats").to_pylist())
+    assert not list(Path(clone).glob("*.parquet"))  # no data copied
+    history = DeltaLog(clone).history()
+    assert history[0]["operation"] == "CLONE"
+    assert history[0]["operationParameters"]["source"] == f"parquet.`{source}`"
+    # replacing the clone by a clone of the same files keeps them, adds none
+    spark.sql(f"CREATE OR REPLACE TABLE delta.`{clone}` SHALLOW CLONE parquet.`{source}`")
+    assert _version(clone) == 1
+    assert _rows(spark, clone) == [(i, 10 * i) for i in range(6)]
+    with pytest.raises(DeltaUnsupportedOperationException, match="DEEP CLONE of parquet"):
+        spark.sql(f"CREATE TABLE delta.`{tmp_path / 'deep'}` DEEP CLONE parquet.`{source}`")
+    with pytest.raises(DeltaAnalysisException, match="a Parquet source has no versions"):
+        spark.sql(
+            f"CREATE TABLE delta.`{tmp_path / 'v'}` SHALLOW CLONE parquet.`{source}` "
+            "VERSION AS OF 0"
+        )
+    assert not (tmp_path / "deep").exists() and not (tmp_path / "v").exists()
+
+
+def test_shallow_clone_of_a_partitioned_parquet_table_by_name(spark: Any) -> None:
+    df = spark.range(6).selectExpr("id", "id % 2 AS part")
+    df.write.format("parquet").partitionBy("part").saveAsTable("sql_pq_source")
+    try:
+        spark.sql("CREATE TABLE sql_pq_clone SHALLOW CLONE sql_pq_source")
+        clone = table_location(spark, "sql_pq_clone")
+        assert DeltaLog(clone).snapshot().partition_columns == ["part"]
+        assert sorted(tuple(r) for r in spark.table("sql_pq_clone").collect()) == sorted(
+            (i, i % 2) for i in range(6)
+        )
+        spark.sql("INSERT INTO sql_pq_clone VALUES (9, 1)")  # the clone is its own table
+        assert spark.table("sql_pq_source").count() == 6
+        spark.sql("CREATE TEMP VIEW sql_pq_view AS SELECT * FROM sql_pq_source")
+        with pytest.raises(DeltaAnalysisException) as refused:
+            spark.sql("CREATE TABLE sql_view_clone SHALLOW CLONE sql_pq_view")
+        assert refused.value.getCondition() == "DELTA_TABLE_ONLY_OPERATION"
+        assert "sql_pq_view is not a Delta table: it is a temporary view" in str(refused.value)
+        with pytest.raises(DeltaTableNotFoundError, match="CLONE: table sql_no_such not found"):
+            spark.sql("CREATE TABLE sql_view_clone SHALLOW CLONE sql_no_such")
+    finally:
+        spark.catalog.dropTempView("sql_pq_view")
+        spark.sql("DROP TABLE IF EXISTS sql_pq_clone")
+        spark.sql("DROP TABLE sql_pq_source")
+
+
 def test_generate_manifest(spark: Any, table: Table) -> None:
     spark.sql(f"GENERATE symlink_format_manifest FOR TABLE {table.ref}")
     manifest = Path(table.path) / "_symlink_format_manifest" / "manifest"

@@ -45,10 +45,10 @@ from __future__ import annotations
 import logging
 import re
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import quote, urlparse
 
 from delta_pyspark.core.commands.clone_registry import register_shallow_clone
@@ -62,8 +62,15 @@ from delta_pyspark.core.log.table_paths import (
     relative_dv,
     resolve_path,
 )
-from delta_pyspark.core.protocol.actions import AddFile, RemoveFile, add_actions, remove_actions
+from delta_pyspark.core.protocol.actions import (
+    AddFile,
+    Protocol,
+    RemoveFile,
+    add_actions,
+    remove_actions,
+)
 from delta_pyspark.core.protocol.deletion_vectors import DeletionVectorDescriptor, z85_encode
+from delta_pyspark.core.protocol.schema import StructType
 from delta_pyspark.core.protocol.table_features import protocol_for
 from delta_pyspark.core.snapshot.delta_log import DeltaLog
 from delta_pyspark.core.snapshot.snapshot import Snapshot
@@ -282,7 +289,7 @@ def deep_adds(
 class CloneResult:
     target_root: str
     version: int
-    source_version: int
+    source_version: int | None  # None: the source is no Delta table
     metrics: dict[str, int]
 
 
@@ -294,7 +301,7 @@ def _source_snapshot(log: DeltaLog, version: int | None, timestamp_ms: int | Non
     return log.snapshot(version)
 
 
-def _check_target(source_root: str, target_root: str, target: DeltaLog, replace: bool) -> bool:
+def check_clone_target(source_root: str, target_root: str, target: DeltaLog, replace: bool) -> bool:
     """Whether the target is an existing Delta table (to replace); refuses bad targets."""
     if target_root == source_root:
         raise DeltaAnalysisException(f"cannot clone {source_root} onto itself")
@@ -334,21 +341,9 @@ def clone_table(
     target_log = DeltaLog.for_table(target_root)
     existing = (
         target_log.snapshot()
-        if _check_target(source_root, target_root, target_log, replace)
+        if check_clone_target(source_root, target_root, target_log, replace)
         else None
     )
-
-    config = dict(source.configuration) | {k: str(v) for k, v in (properties or {}).items()}
-    metadata = table_metadata(
-        existing.metadata if existing else None,
-        source.schema,
-        source.partition_columns,
-        config,
-        description=source.metadata.description,
-    )
-    base = merge_protocols(existing.protocol, source.protocol) if existing else source.protocol
-    protocol = protocol_for(source.schema, config, base)
-
     copier = _Copier(target_log.store, target_root, source_log.store)
     registry: str | None = None
     try:
@@ -357,43 +352,98 @@ def clone_table(
             registry = _register(source_root, target_root, source.version)
         else:
             adds = deep_adds(source, target_root, copier, parallelism)
-        txn = Transaction(target_log, existing)
-        removes: list[RemoveFile] = []
-        if existing is not None:
-            txn.read_whole_table()
-            # A shallow clone replacing one of the same source files names them again: they
-            # stay, neither removed nor re-added (one commit cannot do both).
-            kept = {action_key(a) for a in adds} & set(file_keys(existing.files).to_pylist())
-            adds = [a for a in adds if action_key(a) not in kept]
-            removes = [
-                r
-                for r in remove_actions(existing.files, data_change=True)
-                if action_key(r) not in kept
-            ]
-            txn.remove_files(removes)
-        txn.update_protocol(protocol)
-        txn.update_metadata(metadata)
-        _clone_clustering(txn, source, existing)
-        txn.add_files(adds)
-        metrics = {
-            "sourceTableSize": source.size_in_bytes,
-            "sourceNumOfFiles": source.num_files,
-            "numRemovedFiles": len(removes),
-            "numCopiedFiles": 0 if shallow else len(adds),
-            "removedFilesSize": sum(int(r.get("size") or 0) for r in removes),
-            "copiedFilesSize": 0 if shallow else sum(int(a.get("size") or 0) for a in adds),
-        }
-        committed = txn.commit(
-            "CLONE",
+        described = CloneSource(
             {"source": source_root, "sourceVersion": source.version},
-            metrics,
+            source.schema,
+            list(source.partition_columns),
+            dict(source.configuration),
+            source.metadata.description,
+            source.protocol,
+            source.size_in_bytes,
+            source.num_files,
+        )
+        return commit_clone(
+            target_log,
+            existing,
+            described,
+            adds,
+            shallow=shallow,
+            properties=properties,
+            stage=lambda txn: _clone_clustering(txn, source, existing),
         )
     except BaseException:
         copier.cleanup()
         if registry is not None:
             source_log.store.delete(registry)
         raise
-    return CloneResult(target_root, committed.version, source.version, metrics)
+
+
+@dataclass
+class CloneSource:
+    """What a clone takes from its source, a Delta table or another format's files."""
+
+    parameters: dict[str, Any]  # commitInfo's operationParameters (``source``, ...)
+    schema: StructType
+    partition_columns: list[str]
+    configuration: dict[str, str]
+    description: str | None
+    protocol: Protocol | None  # a Delta source's (None: the least the schema needs)
+    size: int  # bytes, for delta-spark's metrics
+    num_files: int
+
+
+def commit_clone(
+    target_log: DeltaLog,
+    existing: Snapshot | None,
+    source: CloneSource,
+    adds: list[AddFile],
+    *,
+    shallow: bool,
+    properties: Mapping[str, str] | None,
+    stage: Callable[[Transaction], None] | None = None,
+) -> CloneResult:
+    """Commit a clone of ``source`` whose files are ``adds`` to ``target_log`` (replacing
+    ``existing``, the table there, if any); ``stage`` adds more to the transaction."""
+    config = source.configuration | {k: str(v) for k, v in (properties or {}).items()}
+    metadata = table_metadata(
+        existing.metadata if existing else None,
+        source.schema,
+        source.partition_columns,
+        config,
+        description=source.description,
+    )
+    base = source.protocol
+    if existing is not None:
+        base = existing.protocol if base is None else merge_protocols(existing.protocol, base)
+    protocol = protocol_for(source.schema, config, base)
+    txn = Transaction(target_log, existing)
+    removes: list[RemoveFile] = []
+    if existing is not None:
+        txn.read_whole_table()
+        # A shallow clone replacing one of the same source files names them again: they
+        # stay, neither removed nor re-added (one commit cannot do both).
+        kept = {action_key(a) for a in adds} & set(file_keys(existing.files).to_pylist())
+        adds = [a for a in adds if action_key(a) not in kept]
+        removes = [
+            r for r in remove_actions(existing.files, data_change=True) if action_key(r) not in kept
+        ]
+        txn.remove_files(removes)
+    txn.update_protocol(protocol)
+    txn.update_metadata(metadata)
+    if stage is not None:
+        stage(txn)
+    txn.add_files(adds)
+    metrics = {
+        "sourceTableSize": source.size,
+        "sourceNumOfFiles": source.num_files,
+        "numRemovedFiles": len(removes),
+        "numCopiedFiles": 0 if shallow else len(adds),
+        "removedFilesSize": sum(int(r.get("size") or 0) for r in removes),
+        "copiedFilesSize": 0 if shallow else sum(int(a.get("size") or 0) for a in adds),
+    }
+    committed = txn.commit("CLONE", source.parameters, metrics)
+    version = source.parameters.get("sourceVersion")
+    return CloneResult(normalise(target_log.table_root), committed.version, version, metrics)
 
 
 def _clone_clustering(txn: Transaction, source: Snapshot, existing: Snapshot | None) -> None:

@@ -1,5 +1,7 @@
 """``DeltaTable.clone/cloneAtVersion/cloneAtTimestamp``: resolves the target (a path
-or a managed table name) and the timestamp; ``core/commands/clone.py`` does the rest."""
+or a managed table name) and the timestamp; ``core/commands/clone.py`` does the rest.
+A Parquet source (SQL's ``SHALLOW CLONE parquet.`path``` or a Parquet table's name) is read
+as CONVERT TO DELTA reads it, and its files added by absolute path (``clone_parquet``)."""
 
 from __future__ import annotations
 
@@ -7,9 +9,20 @@ import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from delta_pyspark.core.commands.clone import CloneResult, clone_table
+from delta_pyspark.core.commands.clone import (
+    CloneResult,
+    CloneSource,
+    check_clone_target,
+    clone_table,
+    commit_clone,
+    file_uri,
+)
+from delta_pyspark.core.log.table_paths import resolve_path
 from delta_pyspark.core.snapshot.delta_log import DeltaLog
 from delta_pyspark.core.snapshot.time_travel import parse_timestamp_ms
+from delta_pyspark.core.storage.locations import normalise
+from delta_pyspark.core.storage.log_store import log_store_for
+from delta_pyspark.exceptions import DeltaUnsupportedOperationException
 from delta_pyspark.spark.catalog.session_catalog import lookup, register, table_location
 from delta_pyspark.spark.conf import session_time_zone
 
@@ -53,6 +66,53 @@ def execute_clone(
         properties=properties,
         version=version,
         timestamp_ms=timestamp_ms,
+    )
+    if not _is_path(target) and lookup(spark, target) is None:
+        register(spark, target, result.target_root, managed=True)
+    return result
+
+
+def clone_parquet(
+    spark: SparkSession,
+    source: str,
+    partition_schema: str | None,
+    target: str,
+    *,
+    shallow: bool,
+    replace: bool = False,
+    properties: Mapping[str, str] | None = None,
+) -> CloneResult:
+    """A shallow clone of the Parquet directory ``source`` (Hive-partitioned by
+    ``partition_schema``, a DDL string, when given): a Delta table at ``target`` whose files
+    are the directory's, by absolute path, with their footers' statistics. Deep clones copy
+    Delta tables only."""
+    from delta_pyspark.spark.commands.convert import parquet_directory
+
+    if not shallow:
+        raise DeltaUnsupportedOperationException(
+            f"DEEP CLONE of parquet.`{source}` is not supported: clone a Parquet source "
+            "SHALLOW (its files stay where they are), or CONVERT it TO DELTA and deep-clone that"
+        )
+    source_root = normalise(source)
+    target_root = normalise(target_location(spark, target))
+    target_log = DeltaLog.for_table(target_root)
+    replacing = check_clone_target(source_root, target_root, target_log, replace)
+    existing = target_log.snapshot() if replacing else None
+    store = log_store_for(source_root)
+    files = parquet_directory(spark, store, source_root, partition_schema, True)
+    adds = [add | {"path": file_uri(resolve_path(source_root, add["path"]))} for add in files.adds]
+    described = CloneSource(
+        {"source": f"parquet.`{source_root}`"},
+        files.schema,
+        files.partition_columns,
+        {},
+        None,
+        None,
+        sum(int(add["size"]) for add in adds),
+        len(adds),
+    )
+    result = commit_clone(
+        target_log, existing, described, adds, shallow=True, properties=properties
     )
     if not _is_path(target) and lookup(spark, target) is None:
         register(spark, target, result.target_root, managed=True)

@@ -18,6 +18,7 @@ import datetime as dt
 import json
 import re
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo
 
@@ -66,7 +67,13 @@ from delta_pyspark.spark.jvm.catalog_access import make_delta
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["convert_to_delta", "parse_identifier"]
+__all__ = [
+    "ParquetDirectory",
+    "catalog_partition_ddl",
+    "convert_to_delta",
+    "parquet_directory",
+    "parse_identifier",
+]
 
 SPARK_SCHEMA_KEY = b"org.apache.spark.sql.parquet.row.metadata"
 _IDENTIFIER = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*\.\s*`(.+)`\s*$", re.DOTALL)
@@ -127,14 +134,19 @@ def _convert_catalog_table(
             f"CONVERT TO DELTA only supports parquet tables, and {name} is a {entry.provider} table"
         )
     if partition_schema is None:
-        parts = [c for c in spark.catalog.listColumns(name) if c.isPartition]
-        partition_schema = ", ".join(f"`{c.name}` {c.dataType}" for c in parts) or None
+        partition_schema = catalog_partition_ddl(spark, name)
     path = _convert_directory(
         spark, "parquet", normalise(entry.location), partition_schema, statistics
     )
     make_delta(spark, entry.database, entry.table)
     refresh_delta_entry(spark, name)
     return path
+
+
+def catalog_partition_ddl(spark: SparkSession, name: str) -> str | None:
+    """The partition columns of the catalog table ``name`` as DDL; None when unpartitioned."""
+    parts = [c for c in spark.catalog.listColumns(name) if c.isPartition]
+    return ", ".join(f"`{c.name}` {c.dataType}" for c in parts) or None
 
 
 def _convert_directory(
@@ -147,31 +159,18 @@ def _convert_directory(
         raise DeltaAnalysisException(
             f"CONVERT TO DELTA only supports parquet directories, not {fmt!r} ({fmt}.`{path}`)"
         )
-    if not log.store.is_dir(path):
-        raise DeltaAnalysisException(f"cannot convert {path}: no such directory")
-    partitions = _partition_fields(spark, partition_schema)
-    listed = _list_data_files(log.store, path)
-    files = list(listed)
-    if not files:
-        raise DeltaAnalysisException(f"cannot convert {path}: it holds no Parquet data files")
-
-    values = _partition_values(files, partitions, session_time_zone(spark))
-    footers = _read_footers(log.store, path, files)
-    data_schema = _data_schema(footers, partitions)
-    schema = StructType(data_schema.fields + partitions.fields)
-    adds = _add_actions(log.store, listed, footers, values, data_schema if statistics else None)
-
-    metadata = table_metadata(None, schema, [f.name for f in partitions.fields], {})
+    files = parquet_directory(spark, log.store, path, partition_schema, statistics)
+    metadata = table_metadata(None, files.schema, files.partition_columns, {})
     txn = Transaction(log, None)
-    txn.update_protocol(protocol_for(schema, {}))
+    txn.update_protocol(protocol_for(files.schema, {}))
     txn.update_metadata(metadata)
-    txn.add_files(adds)
+    txn.add_files(files.adds)
     try:
         txn.commit(
             "CONVERT",
             {
-                "numFiles": len(adds),
-                "partitionedBy": [f.name for f in partitions.fields],
+                "numFiles": len(files.adds),
+                "partitionedBy": files.partition_columns,
                 "collectStats": statistics,
                 "sourceFormat": "parquet",
             },
@@ -181,6 +180,37 @@ def _convert_directory(
             return path
         raise
     return path
+
+
+@dataclass
+class ParquetDirectory:
+    """A directory of Parquet files as a Delta table would hold them."""
+
+    schema: StructType  # data columns, then partition columns
+    partition_columns: list[str]
+    adds: list[AddFile]  # paths relative to the directory
+
+
+def parquet_directory(
+    spark: SparkSession, store: LogStore, path: str, partition_schema: Any, statistics: bool
+) -> ParquetDirectory:
+    """The files, schema and partitioning of the Parquet directory ``path`` (module doc)."""
+    if not store.is_dir(path):
+        raise DeltaAnalysisException(f"cannot read {path} as Parquet: no such directory")
+    partitions = _partition_fields(spark, partition_schema)
+    listed = _list_data_files(store, path)
+    files = list(listed)
+    if not files:
+        raise DeltaAnalysisException(f"{path} holds no Parquet data files")
+    values = _partition_values(files, partitions, session_time_zone(spark))
+    footers = _read_footers(store, path, files)
+    data_schema = _data_schema(footers, partitions)
+    adds = _add_actions(store, listed, footers, values, data_schema if statistics else None)
+    return ParquetDirectory(
+        StructType(data_schema.fields + partitions.fields),
+        [f.name for f in partitions.fields],
+        adds,
+    )
 
 
 # ---------------------------------------------------------------------- listing
