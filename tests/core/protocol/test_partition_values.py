@@ -335,6 +335,30 @@ def test_vectorised_equals_scalar_on_any_text(dtype: DataType, text: str) -> Non
         assert same(vector[0], scalar)
 
 
+# pyarrow's string->decimal128 cast indexes 39 powers of ten by the parsed scale unchecked:
+# "0e-99999999" segfaulted the test process, "1e-39" read garbage; 39+ digits wrapped.
+@pytest.mark.parametrize(
+    ("text", "dtype"),
+    [
+        ("0e-99999999", DecimalType(38, 0)),
+        ("0e-99999999", DecimalType(10, 3)),
+        ("1e-999999999", DecimalType(10, 3)),
+        ("1e-39", DecimalType(38, 0)),
+        ("1e-1000", DecimalType(10, 3)),
+        (str(2**128 + 1), DecimalType(38, 0)),
+        ("1.5e-2", DecimalType(10, 3)),
+    ],
+)
+def test_vectorised_decimal_spellings_arrow_misreads(text: str, dtype: DataType) -> None:
+    scalar = _scalar(text, dtype)
+    vector = _vector([text, "1"], dtype)
+    if scalar is CorruptLogError:
+        assert vector is CorruptLogError
+    else:
+        assert vector is not CorruptLogError and same(vector[0], scalar)
+        assert same(vector[1], _scalar("1", dtype))
+
+
 def test_vectorised_input_shapes() -> None:
     expect = [1, None, None, 3]
     texts = ["1", None, "", "3"]

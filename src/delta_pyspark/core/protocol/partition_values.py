@@ -76,6 +76,9 @@ _TS_NTZ_PATTERN = (
 )
 _OFFSET_PATTERN = r"(Z|[+-][0-9]{2}(:?[0-9]{2})?)$"
 _LONG_FRACTION = r"(\.[0-9]{6})[0-9]+"
+# Decimal spellings pyarrow's string->decimal128 cast must not see: an exponent, or more
+# than 38 digits (see _arrow_cast).
+_ARROW_UNSAFE_DECIMAL = r"[eE]|([0-9]\.?){39}"
 
 _INT_RE = re.compile(_INT_PATTERN)
 _FLOAT_RE = re.compile(_FLOAT_PATTERN)
@@ -425,7 +428,7 @@ def partition_column_to_arrow(
     try:
         if kind == "float":  # via double, exactly as the scalar parse rounds
             return pc.cast(pc.cast(text, pa.float64()), pa.float32())
-        result = pc.cast(text, target)
+        result = _arrow_cast(text, kind, target)
     except (pa.ArrowInvalid, OverflowError):
         # Out of range, or a spelling Arrow's parser declines (such as "0E40" for a
         # decimal): the scalar parse names the bad value or reads them all.
@@ -436,6 +439,21 @@ def partition_column_to_arrow(
         if pc.any(outside).as_py():
             raise _fail_at(values, outside, dtype)
     return result
+
+
+def _arrow_cast(
+    text: pa.Array | pa.ChunkedArray, kind: str, target: pa.DataType
+) -> pa.Array | pa.ChunkedArray:
+    """``pc.cast(text, target)``, declining (ArrowInvalid) what that cast misreads.
+
+    pc.cast(string -> decimal128) rescales from the parsed scale (fraction digits minus
+    exponent) with an unchecked table of 39 powers of ten: "0e-99999999" segfaults,
+    "1e-39" reads garbage (0 for decimal(38, 0)); and more than 38 digits wrap silently
+    (2**128 + 1 gives 1). Without an exponent and within 38 digits it is exact.
+    """
+    if kind == "decimal" and pc.any(pc.match_substring_regex(text, _ARROW_UNSAFE_DECIMAL)).as_py():
+        raise pa.ArrowInvalid("a decimal spelling pyarrow's cast misreads")
+    return pc.cast(text, target)
 
 
 def _parse_each(
