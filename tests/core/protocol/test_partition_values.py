@@ -324,6 +324,7 @@ _fuzz_text = st.one_of(
 )
 
 
+@pytest.mark.long  # slow: CI's second step
 @settings(max_examples=1500)
 @given(st.sampled_from(_FUZZ_TYPES), _fuzz_text)
 def test_vectorised_equals_scalar_on_any_text(dtype: DataType, text: str) -> None:

@@ -112,6 +112,7 @@ def test_write_read_and_dml_on_an_s3a_table(
     assert spark.read.format("delta").option("versionAsOf", 1).load(path).count() == 25
 
 
+@pytest.mark.long  # slow: CI's second step
 def test_s3_and_s3a_name_one_table_and_deltalake_reads_every_version(
     spark: Any, s3a_bucket: str, s3_server: S3Server
 ) -> None:

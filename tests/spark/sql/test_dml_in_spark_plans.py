@@ -311,3 +311,11 @@ def test_time_travel_to_a_bound_timestamp(spark: Any, table: Table) -> None:
         assert spark.sql(query, args={"ts": float(when)}).first().n == 5
     finally:
         spark.conf.unset("spark.sql.session.timeZone")
+
+
+def test_insert_by_name_and_overwrite_by_name(spark: Any, table: Table) -> None:
+    spark.sql(f"INSERT INTO {table.ref} BY NAME SELECT 50 AS v, 5 AS id")
+    assert _rows(spark, table.path)[-1] == (5, 50)
+    spark.sql(f"INSERT OVERWRITE {table.ref} BY NAME SELECT 7 AS v, 6 AS id")
+    assert _rows(spark, table.path) == [(6, 7)]
+    assert _version(table.path) == 2
