@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import pairwise
 
 from delta_pyspark.sql import alter, path_metadata, table_commands
 from delta_pyspark.sql.statement import Statement
@@ -46,6 +47,8 @@ def parse(sql: str, tokens: str, values: list[str] | None = None) -> Statement |
     the statement's parameter markers (``values`` None) they are placeholders, reported in
     ``Statement.markers``; with ``values`` they are parsed in their places."""
     lexed = tokens_of(sql, tokens)
+    if any(t.is_word("IDENTIFIER") and n.text == "(" for t, n in pairwise(lexed)):
+        return None  # IDENTIFIER(:name) names a table only Spark's grammar resolves
     parser = StatementParser(sql, bind(sql, lexed, values), bound=values is not None)
     for words, grammar in (*_STARTS, *_HANDED_OVER):
         if parser.accept(*words):

@@ -19,8 +19,9 @@ def describe_table(p: StatementParser) -> Statement | None:
     """``[TABLE] [EXTENDED|FORMATTED] delta.`path``` after DESCRIBE; None for anything else."""
     p.accept("TABLE")
     extended = p.accept("EXTENDED") or p.accept("FORMATTED")
-    if p.done():
-        return None
+    first = p.peek()
+    if first is None or not (first.is_name or first.kind == "string"):
+        return None  # DESCRIBE (query), ...: Spark's
     target = p.table()
     if target.delta_path is None or not p.done():
         return None  # a name, or a column/partition spec: Spark's

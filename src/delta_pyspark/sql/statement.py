@@ -18,7 +18,7 @@ class Statement:
     """One parsed Delta statement: what it acts on and how to run it."""
 
     kind: str  # for messages: "MERGE", "DESCRIBE HISTORY", ...
-    table: TableRef | None  # the Delta table it needs (None: CONVERT, which makes one)
+    table: TableRef | None  # the Delta table it needs (None: it finds or makes its own)
     columns: str  # DDL of its result's columns ("" for none)
     execute: Callable[[SparkSession, str], DataFrame | None]  # (session, table path)
     # Spark has its own meaning for the statement on a table of another format.

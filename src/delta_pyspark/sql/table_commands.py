@@ -354,7 +354,12 @@ def reorg(p: StatementParser) -> Statement:
 
 def show_properties(p: StatementParser) -> Statement:
     table = p.table()
-    key = p.group("a property key").keys()[0] if p.at("(") else None
+    key = None
+    if p.at("("):
+        keys = p.group("a property key")
+        if len(keys.keys()) != 1:
+            keys.fail("one property key")
+        key = keys.keys()[0]
     p.end()
 
     def run(spark: SparkSession, path: str) -> DataFrame:

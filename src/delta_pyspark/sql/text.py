@@ -11,6 +11,7 @@ place when it runs. Conditions and types are cut out of the statement as the use
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from typing import NoReturn
@@ -45,12 +46,19 @@ class Token:
 
 
 def tokens_of(sql: str, encoded: str) -> list[Token]:
-    """``SqlTokens.encode``'s lines (``kind start end``) as tokens of ``sql``."""
-    out = []
+    """``SqlTokens.encode``'s lines (``kind start end``) as tokens of ``sql``; adjacent
+    string literals are one string, as Spark's grammar reads them (``'it' 's'`` is ``its``)."""
+    out: list[Token] = []
     for line in encoded.splitlines():
         kind, start, end = line.split(" ")
         first, last = int(start), int(end)
-        out.append(Token(_KINDS[kind], sql[first:last], first, last))
+        token = Token(_KINDS[kind], sql[first:last], first, last)
+        previous = out[-1] if out else None
+        if token.kind == "string" and previous is not None and previous.kind == "string":
+            joined = unquote(previous) + unquote(token)
+            token = Token("string", sql[previous.start : last], previous.start, last, joined)
+            out.pop()
+        out.append(token)
     return out
 
 
@@ -68,19 +76,29 @@ class Marker:
 # in Spark's expressions and in Delta's statements (RETAIN :hours HOURS, LIMIT :n, ...).
 _BEFORE_VALUES = frozenset(
     ("AND", "OR", "NOT", "IN", "IS", "LIKE", "BETWEEN", "THEN", "ELSE", "WHEN", "WHERE", "ON")
-).union(("RETAIN", "LIMIT", "OF", "LOCATION", "COMMENT"))
+).union(("SELECT", "CASE", "HAVING", "RETAIN", "LIMIT", "OF", "LOCATION", "COMMENT"))
+
+# Types whose ``<...>`` holds ``field:type`` pairs, never a marker.
+_NESTED_TYPES = ("STRUCT", "MAP", "ARRAY")
 
 
 def markers(tokens: list[Token]) -> list[Marker]:
     """The parameter markers among ``tokens``, as Spark's grammar reads them: ``?``, and
     ``:name`` where a value may start (a ``:`` right after a name or ``)``/``]`` reads a
-    variant's field, ``v:a``)."""
+    variant's field, ``v:a``; inside ``STRUCT<...>`` it separates a field from its type)."""
     found = []
+    in_type = 0  # depth of STRUCT<...>, MAP<...>, ARRAY<...>
     for i, token in enumerate(tokens):
+        if token.text == "<" and i and tokens[i - 1].is_word(*_NESTED_TYPES):
+            in_type += 1
+        elif token.text == ">" and in_type:
+            in_type -= 1
+        elif token.text == ">>" and in_type:
+            in_type = max(0, in_type - 2)
         if token.text == "?" and token.kind == "punct":
             found.append(Marker(i, 1, f"?{token.start}"))
             continue
-        if token.text != ":" or i + 1 == len(tokens):
+        if token.text != ":" or i + 1 == len(tokens) or in_type:
             continue
         name = tokens[i + 1]
         if not name.is_name or name.kind == "ident" or name.start != token.end:
@@ -97,9 +115,10 @@ def markers(tokens: list[Token]) -> list[Marker]:
 
 def bind(sql: str, tokens: list[Token], values: list[str] | None) -> list[Token]:
     """``tokens`` with each marker replaced by its bound value (``DeltaCommand``'s encoding:
-    kind ``s`` a string, ``n`` a number or ``e`` another value, its SQL, NUL, the value as a
-    string) or, before Spark has bound them (``values`` None), by a placeholder a literal's
-    place accepts."""
+    kind ``s`` a string, ``n`` a number or ``e`` another value, the length of its SQL in
+    characters, ``:``, its SQL, then the value as a string) or, before Spark has bound them
+    (``values`` None), by a placeholder a literal's place accepts. A value other than a
+    string reads as one term wherever it lands (``-:v`` with -1 is ``-(-1)``)."""
     found = markers(tokens)
     if values is not None and len(values) != len(found):
         raise DeltaParseException(
@@ -112,7 +131,10 @@ def bind(sql: str, tokens: list[Token], values: list[str] | None) -> list[Token]
             value = Token("value", sql[first.start : last.end], first.start, last.end)
         else:
             encoded = values[number]
-            text, plain = encoded[1:].split("\0", 1)
+            length, rest = encoded[1:].split(":", 1)
+            text, plain = rest[: int(length)], rest[int(length) :]
+            if encoded[0] != "s":
+                text = f"({text})"
             value = Token(_VALUE_KINDS[encoded[0]], text, first.start, last.end, plain)
         out[marker.index : marker.index + marker.width] = [value]
     return out
@@ -127,10 +149,21 @@ def unquote(token: Token) -> str:
     if token.kind == "ident":
         return token.text[1:-1].replace("``", "`")
     if token.kind == "string":
-        quote = token.text[0]
-        body = token.text[1:-1].replace(quote * 2, quote)
-        return re.sub(r"\\(.)", r"\1", body)
+        if token.text[0] in "rR":  # a raw string: no escapes
+            return token.text[2:-1]
+        return re.sub(r"\\(.)", _unescape, token.text[1:-1])
     return token.text
+
+
+# Spark's escapes in string literals (``\%`` and ``\_`` keep their backslash, for LIKE).
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "b": "\b", "0": "\0", "Z": "\x1a"}
+
+
+def _unescape(escape: re.Match[str]) -> str:
+    char = escape.group(1)
+    if char in "%_":
+        return "\\" + char
+    return _ESCAPES.get(char, char)
 
 
 @dataclass(frozen=True)
@@ -156,6 +189,11 @@ class StatementParser:
     tokens: list[Token]
     pos: int = 0
     bound: bool = field(default=True)  # markers hold values (False: placeholders)
+    stop: Token | None = None  # for a part: the token after it (where its end is reported)
+    top: bool = True  # the whole statement (whose final ``;`` ends it), not a part
+
+    def part(self, tokens: list[Token], stop: Token | None) -> StatementParser:
+        return StatementParser(self.sql, tokens, bound=self.bound, stop=stop, top=False)
 
     # -- looking
     def peek(self, offset: int = 0) -> Token | None:
@@ -183,7 +221,8 @@ class StatementParser:
             self.fail(what or " ".join(words))
 
     def done(self) -> bool:
-        return self.pos >= len(self.tokens) or (self.at(";") and self.pos == len(self.tokens) - 1)
+        last = self.pos == len(self.tokens) - 1
+        return self.pos >= len(self.tokens) or (self.top and last and self.at(";"))
 
     def end(self) -> None:
         if not self.done():
@@ -192,7 +231,7 @@ class StatementParser:
 
     def fail(self, expected: str) -> NoReturn:
         """A syntax error at the next token, worded and placed as Spark's own."""
-        token = self.peek()
+        token = self.peek() if self.pos < len(self.tokens) else self.stop
         offset = token.start if token is not None else len(self.sql.rstrip())
         near = f"'{token.text}'" if token is not None else "end of input"
         line = self.sql.count("\n", 0, offset) + 1
@@ -239,6 +278,7 @@ class StatementParser:
         return int(unquote(token))
 
     def number(self, what: str) -> float:
+        """A finite number (any of Spark's spellings: ``2``, ``2L``, ``1.5D``, ``2E3``)."""
         token = self.peek()
         if token is not None and token.kind == "value" and not self.bound:
             self.pos += 1
@@ -246,8 +286,10 @@ class StatementParser:
         if token is None or token.kind != "number":
             self.fail(what)
         try:
-            value = float(unquote(token).rstrip("LSYDBlsydb"))
+            value = float(re.sub(r"(?i)(bd|[lsydf])$", "", unquote(token)))
         except ValueError:
+            self.fail(what)
+        if not math.isfinite(value):
             self.fail(what)
         self.pos += 1
         return value
@@ -305,9 +347,10 @@ class StatementParser:
     def rest(self) -> StatementParser:
         """The tokens from here to the end of the statement (a final ``;`` left out)."""
         last = len(self.tokens)
-        if last > self.pos and self.tokens[-1].text == ";":
+        if self.top and last > self.pos and self.tokens[-1].text == ";":
             last -= 1
-        part = StatementParser(self.sql, self.tokens[self.pos : last], bound=self.bound)
+        stop = self.tokens[last] if last < len(self.tokens) else self.stop
+        part = self.part(self.tokens[self.pos : last], stop)
         self.pos = len(self.tokens)
         return part
 
@@ -325,15 +368,17 @@ class StatementParser:
             elif token.text == ")":
                 depth -= 1
                 if depth == 0:
-                    inside = self.tokens[start + 1 : self.pos - 1]
-                    return StatementParser(self.sql, inside, bound=self.bound)
+                    return self.part(self.tokens[start + 1 : self.pos - 1], token)
         self.fail(f"')' closing {what}")
 
     def all_text(self) -> str:
         return self.text(0, len(self.tokens))
 
     def items(self) -> list[StatementParser]:
-        """The comma-separated parts of these tokens (commas inside brackets kept)."""
+        """The comma-separated parts of these tokens (commas inside brackets kept); an empty
+        part (``(a,)``) is a syntax error, none at all an empty list."""
+        if not self.tokens:
+            return []
         parts, depth, start = [], 0, 0
         for i, token in enumerate(self.tokens):
             if token.text in ("(", "["):
@@ -341,10 +386,13 @@ class StatementParser:
             elif token.text in (")", "]"):
                 depth -= 1
             elif depth == 0 and token.kind == "punct" and token.text == ",":
-                parts.append(self.tokens[start:i])
+                parts.append(self.part(self.tokens[start:i], token))
                 start = i + 1
-        parts.append(self.tokens[start:])
-        return [StatementParser(self.sql, part, bound=self.bound) for part in parts if part]
+        parts.append(self.part(self.tokens[start:], self.stop))
+        for part in parts:
+            if not part.tokens:
+                part.fail("an item of the list")
+        return parts
 
     def properties(self) -> dict[str, str]:
         """``'k' = 'v', k.x = v`` to a dict (keys and values unquoted)."""

@@ -41,6 +41,7 @@ from delta_pyspark.core.protocol.schema import (
     schema_to_string,
 )
 from delta_pyspark.core.snapshot.delta_log import DeltaLog
+from delta_pyspark.core.storage.log_store import log_store_for
 from delta_pyspark.core.transaction.table_definition import create_table
 from delta_pyspark.exceptions import DeltaError, DeltaIllegalArgumentException
 
@@ -414,7 +415,9 @@ def test_unreadable_registered_clone_stops_vacuum(tmp_path: Path) -> None:
 
 def test_an_inventory_lists_the_table_s_files_and_directories_only(tmp_path: Path) -> None:
     root = str(tmp_path / "t")
+    (tmp_path / "t" / "inner" / "_delta_log").mkdir(parents=True)  # a nested table in storage
     listing = inventory_listing(
+        log_store_for(root),
         root,
         [
             (f"file:{root}/part-0.parquet", 10, False, 5),
@@ -425,6 +428,10 @@ def test_an_inventory_lists_the_table_s_files_and_directories_only(tmp_path: Pat
             (f"{root}/_change_data/cdc-0.parquet", 50, False, 10),
             (f"{root}2/part-3.parquet", 60, False, 11),
             (root, 0, True, 12),
+            (f"{root}/sub/_delta_log/00000000000000000000.json", 1, False, 13),  # a nested
+            (f"{root}/sub/part-4.parquet", 70, False, 14),  # table's files
+            (f"{root}/inner", 0, True, 15),
+            (f"{root}/inner/part-5.parquet", 80, False, 16),
         ],
         ["p"],
     )

@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -279,6 +280,20 @@ def test_dataframe_write_to_overwrite_with_a_condition(spark: Any, tmp_path: Pat
         spark.sql("DROP TABLE dml_write_to")
 
 
+def test_replace_where_with_a_replace_where_option_is_refused(spark: Any, tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    spark.range(5).selectExpr("id", "id * 10 AS v").write.format("delta").save(path)
+    spark.catalog.createTable("dml_twice", path=path, source="delta")
+    try:
+        with pytest.raises(DeltaAnalysisException, match="DELTA_REPLACE_WHERE_IN_OVERWRITE"):
+            spark.createDataFrame([(0, 1)], "id long, v long").writeTo("dml_twice").option(
+                "replaceWhere", "id = 0"
+            ).overwrite(F.col("id") < 2)
+        assert _version(path) == 0
+    finally:
+        spark.sql("DROP TABLE dml_twice")
+
+
 def test_replace_where_elsewhere_and_with_markers(spark: Any, table: Table) -> None:
     with pytest.raises(AnalysisException, match="PARAMETER_MARKER_IN_UNEXPECTED_STATEMENT") as e:
         spark.sql(
@@ -301,6 +316,7 @@ def test_time_travel_to_a_bound_timestamp(spark: Any, table: Table) -> None:
     spark.sql(f"DELETE FROM {table.ref} WHERE id = 0")
     first = DeltaLog(table.path).snapshot(0).timestamp
     when = f"{first // 1000}.{first % 1000:03d}"
+    literal = f"SELECT count(*) AS n FROM {table.ref} TIMESTAMP AS OF :ts"
     query = f"SELECT count(*) AS n FROM {table.ref} TIMESTAMP AS OF timestamp_seconds(:ts)"
     if table.ref.startswith("delta."):
         with pytest.raises(DeltaAnalysisException, match="name the table from the catalog"):
@@ -309,6 +325,8 @@ def test_time_travel_to_a_bound_timestamp(spark: Any, table: Table) -> None:
     spark.conf.set("spark.sql.session.timeZone", "UTC")
     try:
         assert spark.sql(query, args={"ts": float(when)}).first().n == 5
+        moment = datetime.fromtimestamp(first / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+        assert spark.sql(literal, args={"ts": moment}).first().n == 5
     finally:
         spark.conf.unset("spark.sql.session.timeZone")
 

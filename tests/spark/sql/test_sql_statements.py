@@ -383,6 +383,9 @@ def test_vacuum_using_an_inventory_instead_of_a_listing(
     for orphan in (listed, unlisted):
         with open(orphan, "wb") as f:
             f.write(b"no commit names me")
+    nested = os.path.join(root, "nested")  # another Delta table inside this one's directory
+    spark.range(1).write.format("delta").save(nested)
+    nested_files = [str(p) for p in Path(nested).glob("*.parquet")]
     _inventory(spark, root, {unlisted}).createOrReplaceTempView("sql_inventory")
     try:
         dry = spark.sql(
@@ -395,6 +398,7 @@ def test_vacuum_using_an_inventory_instead_of_a_listing(
             args={"e": 1},
         ).collect()
         assert not os.path.exists(listed) and os.path.exists(unlisted)
+        assert nested_files and all(os.path.exists(f) for f in nested_files)
         assert _rows(spark, table.path) == [(i, 10 * i) for i in range(5)]
         assert _operations(spark, table.ref)[-2:] == ["VACUUM START", "VACUUM END"]
     finally:
@@ -406,11 +410,16 @@ def test_vacuum_with_a_stale_or_malformed_inventory(spark: Any, table: Table, co
     root = DeltaLog(table.path).table_root
     paths = DeltaLog(table.path).snapshot().files.column("path").to_pylist()
     live = {os.path.join(root, p) for p in paths}
+    orphan = os.path.join(root, "orphan.parquet")
+    Path(orphan).write_bytes(b"no commit names me")
     stale = _inventory(spark, root, live)
     stale.createOrReplaceTempView("sql_stale_inventory")
+    conf("spark.databricks.delta.vacuum.lite.enabled", "true")  # an inventory means FULL
     try:
-        # a stale inventory, without the live files: none of them is deleted
+        # an inventory without the live files: it is used (the orphan goes), and a live file
+        # missing from it is found in storage, so the state is trusted
         spark.sql(f"VACUUM {table.ref} USING INVENTORY sql_stale_inventory RETAIN 0 HOURS")
+        assert not os.path.exists(orphan)
         assert all(os.path.exists(p) for p in live)
         assert _rows(spark, table.path) == [(i, 10 * i) for i in range(5)]
         with pytest.raises(AnalysisException) as caught:
@@ -555,6 +564,11 @@ def test_shallow_clone_of_a_parquet_directory(spark: Any, tmp_path: Path) -> Non
             "VERSION AS OF 0"
         )
     assert not (tmp_path / "deep").exists() and not (tmp_path / "v").exists()
+    delta = str(tmp_path / "delta")
+    spark.range(3).write.format("delta").save(delta)
+    with pytest.raises(DeltaAnalysisException, match="holds a Delta table: clone it as delta"):
+        spark.sql(f"CREATE TABLE delta.`{tmp_path / 'p'}` SHALLOW CLONE parquet.`{delta}`")
+    assert not (tmp_path / "p").exists()
 
 
 def test_shallow_clone_of_a_partitioned_parquet_table_by_name(spark: Any) -> None:
@@ -843,6 +857,39 @@ def test_a_bound_timestamp_and_a_condition_with_parameters(spark: Any, tmp_path:
     assert spark.read.format("delta").load(path).count() == 6
 
 
+def test_bound_values_read_as_one_term_and_strings_as_spark_reads_them(
+    spark: Any, tmp_path: Path
+) -> None:
+    path = str(tmp_path / "t")
+    df = spark.range(6).selectExpr("id", "id % 3 AS part")
+    df.repartition(3).write.format("delta").partitionBy("part").save(path)
+    df.repartition(3).write.format("delta").mode("append").save(path)
+    # ``1 -:v`` with v = -1 is 2, not ``1 --1`` (a comment after 1)
+    spark.sql(f"OPTIMIZE delta.`{path}` WHERE part = 1 -:v", args={"v": -1})
+    counts = DeltaLog(path).snapshot().files.column("partitionValues").to_pylist()
+    per_part = sorted(dict(v)["part"] for v in counts)
+    assert per_part == ["0", "0", "1", "1", "2"]
+    spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('raw' = r'a\\b', 'joined' = 'x' 'y')")
+    configuration = DeltaLog(path).snapshot().configuration
+    assert (configuration["raw"], configuration["joined"]) == ("a\\b", "xy")
+    for bad, near in (
+        (f"VACUUM delta.`{path}` RETAIN 1e400 HOURS", "'1e400'"),
+        (f"SHOW TBLPROPERTIES delta.`{path}` ()", "')'"),
+        (f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('a' = 'b',)", "')'"),
+    ):
+        with pytest.raises(DeltaParseException, match=f"Syntax error at or near {near}"):
+            spark.sql(bad)
+    assert spark.sql("DESCRIBE (SELECT 1 AS one)").first().col_name == "one"  # Spark's
+
+
+def test_a_table_named_like_a_keyword(spark: Any) -> None:
+    spark.range(2).write.format("delta").saveAsTable("temp")
+    try:
+        assert [r.version for r in spark.sql("DESCRIBE HISTORY temp").collect()] == [0]
+    finally:
+        spark.sql("DROP TABLE temp")
+
+
 def test_an_unbound_marker_is_sparks_error_and_changes_nothing(spark: Any, table: Table) -> None:
     with pytest.raises(AnalysisException, match=r"UNBOUND_SQL_PARAMETER.*: h\b") as caught:
         spark.sql(f"VACUUM {table.ref} RETAIN :h HOURS")
@@ -873,6 +920,11 @@ def test_parameter_markers_as_spark_s_lexer_reads_them(spark: Any) -> None:
     assert found("OPTIMIZE t WHERE a AND :flag") == ["flag"]
     assert found("VACUUM t RETAIN :h HOURS") == ["h"]
     assert found("OPTIMIZE t WHERE v:a.b = 1 AND x::int = 2 AND `v`:c = 3") == []
+    assert found("ALTER TABLE t ADD COLUMNS (s struct<comment:string, m:map<string,int>>)") == []
+    assert found("CREATE TABLE delta.`/p` AS SELECT :x AS c, CASE :y WHEN 1 THEN 2 END") == [
+        "x",
+        "y",
+    ]
     assert found("OPTIMIZE t WHERE note = ':x ?' -- :y ?\n") == []
 
 

@@ -149,7 +149,13 @@ def vacuum(
     if dry_run:
         return result
     # what the next LITE may skip: a full VACUUM covers the commits a LITE one would read
-    covered = plan.lite_end_version if lite else covered_by_full_vacuum(log, plan.delete_before_ms)
+    # (an inventory may be partial: what it lacks was not vacuumed)
+    if lite:
+        covered = plan.lite_end_version
+    elif inventory is None:
+        covered = covered_by_full_vacuum(log, plan.delete_before_ms)
+    else:
+        covered = None
     params: dict[str, Any] = {
         "retentionCheckEnabled": check_enabled,
         "defaultRetentionMillis": plan.window.default_retention_ms,

@@ -247,6 +247,7 @@ def list_table_files(store: LogStore, root: str, partition_columns: Iterable[str
 
 
 def inventory_listing(
+    store: LogStore,
     root: str,
     inventory: Iterable[tuple[str, int, bool, int]],
     partition_columns: Iterable[str],
@@ -254,17 +255,30 @@ def inventory_listing(
     """A listing from an inventory of the storage (delta-spark's ``VACUUM ... USING
     INVENTORY``: ``path``, ``length``, ``isDir``, ``modificationTime`` rows, as a bucket's
     inventory report gives them) instead of listing the table: the entries under ``root``
-    whose path has no hidden part. A file the inventory lacks is not deleted; a live file it
-    lacks is looked up in storage (``check_trusted``), so a stale inventory deletes no more
-    than a listing would."""
+    whose path has no hidden part, outside nested Delta tables (a directory holding a
+    ``_delta_log``, in the inventory or in storage). A file the inventory lacks is not
+    deleted; a live file it lacks is looked up in storage (``check_trusted``)."""
     parts = tuple(partition_columns)
     root = normalise(root)
-    listing = Listing()
+    entries: list[tuple[str, list[str], int, bool, int]] = []
+    nested: set[str] = set()
     for path, length, is_dir, modified in inventory:
         location = normalise(path)
         if not is_inside(root, location):
             continue
-        if any(is_hidden(name, parts) for name in relative_to(location, root).split("/")):
+        names = relative_to(location, root).split("/")
+        if "_delta_log" in names[1:]:
+            nested.add(join(root, "/".join(names[: names.index("_delta_log", 1)])))
+        if not any(is_hidden(name, parts) for name in names):
+            entries.append((location, names, length, is_dir, modified))
+    nested |= {
+        location
+        for location, _, _, is_dir, _ in entries
+        if is_dir and store.is_dir(join(location, "_delta_log"))
+    }
+    listing = Listing()
+    for location, _, length, is_dir, modified in entries:
+        if location in nested or any(is_inside(table, location) for table in nested):
             continue
         if is_dir:
             listing.dirs[location] = modified
@@ -436,7 +450,7 @@ def plan_vacuum(
     if inventory is None:
         listing = list_table_files(log.store, root, _partition_names(snapshot))
     else:
-        listing = inventory_listing(root, inventory, _partition_names(snapshot))
+        listing = inventory_listing(log.store, root, inventory, _partition_names(snapshot))
     snapshot = log.update(snapshot)
     live = referenced_files(root, snapshot.files)
     listed = None if trust_damaged_log else {f.path for f in listing.files}

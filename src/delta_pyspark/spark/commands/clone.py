@@ -22,7 +22,7 @@ from delta_pyspark.core.snapshot.delta_log import DeltaLog
 from delta_pyspark.core.snapshot.time_travel import parse_timestamp_ms
 from delta_pyspark.core.storage.locations import normalise
 from delta_pyspark.core.storage.log_store import log_store_for
-from delta_pyspark.exceptions import DeltaUnsupportedOperationException
+from delta_pyspark.exceptions import DeltaAnalysisException, DeltaUnsupportedOperationException
 from delta_pyspark.spark.catalog.session_catalog import lookup, register, table_location
 from delta_pyspark.spark.conf import session_time_zone
 
@@ -94,6 +94,11 @@ def clone_parquet(
             "SHALLOW (its files stay where they are), or CONVERT it TO DELTA and deep-clone that"
         )
     source_root = normalise(source)
+    if DeltaLog.for_table(source_root).is_delta_table():
+        raise DeltaAnalysisException(
+            f"{source_root} holds a Delta table: clone it as delta.`{source_root}` (read as "
+            "Parquet, its files would include the rows its log has removed)"
+        )
     target_root = normalise(target_location(spark, target))
     target_log = DeltaLog.for_table(target_root)
     replacing = check_clone_target(source_root, target_root, target_log, replace)

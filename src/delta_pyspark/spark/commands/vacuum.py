@@ -6,6 +6,7 @@ from __future__ import annotations
 from functools import reduce
 from operator import and_
 from typing import TYPE_CHECKING
+from urllib.parse import urlparse
 
 from delta_pyspark.core.commands.vacuum import vacuum
 from delta_pyspark.core.commands.vacuum_plan import RETENTION_CHECK_CONF, TRUST_DAMAGED_LOG_CONF
@@ -67,7 +68,8 @@ def execute_vacuum(
         check_enabled=retention_check_enabled(spark),
         parallelism=parallelism,
         trust_damaged_log=trust_damaged_log(spark),
-        lite=lite if lite is not None else vacuum_lite_default(spark),
+        # an inventory is a FULL vacuum's listing, whatever the session's default
+        lite=lite if lite is not None else inventory is None and vacuum_lite_default(spark),
         inventory=None if inventory is None else inventory_rows(inventory, log.table_root),
     )
     if dry_run:
@@ -99,11 +101,10 @@ def inventory_rows(inventory: DataFrame, table_root: str) -> list[tuple[str, int
             f"contain all of the required fields. Required fields are: {required} (found: "
             f"{inventory.schema.simpleString()})"
         )
-    root = table_root.rstrip("/")
-    prefixes = {root, f"file:{root}", f"file://{root}"} if root.startswith("/") else {root}
-    under = F.lit(False)
-    for prefix in sorted(prefixes):
-        under = under | F.col("path").startswith(prefix + "/")
+    # A loose filter (any spelling of the root: file:/, file:///, s3a:// for s3://); the
+    # core keeps exactly the entries under the root.
+    key = urlparse(table_root).path if "://" in table_root else table_root
+    under = F.col("path").contains(key.rstrip("/") + "/")
     columns = [name for name, _ in INVENTORY_COLUMNS]
     known = [F.col(name).isNotNull() for name in columns]
     rows = inventory.where(under).where(reduce(and_, known)).select(*columns).collect()

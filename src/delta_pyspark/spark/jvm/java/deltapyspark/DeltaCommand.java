@@ -62,8 +62,9 @@ public final class DeltaCommand extends LeafCommand {
 
   /**
    * A bound marker's value as Python reads it: its kind ({@code s} a string, {@code n} a
-   * number, {@code e} any other value), its SQL text, a NUL, and the value as a string (as
-   * Spark casts it, in the session's time zone; empty for a value not known before it runs).
+   * number, {@code e} any other value), the length of its SQL text in characters, {@code :},
+   * the SQL text, and the value as a string (as Spark casts it, in the session's time zone;
+   * empty for a value not known before it runs).
    */
   private static String value(Expression value) {
     String plain = "";
@@ -80,7 +81,8 @@ public final class DeltaCommand extends LeafCommand {
         value.dataType() instanceof StringType
             ? 's'
             : value.dataType() instanceof NumericType ? 'n' : 'e';
-    return kind + value.sql() + "\0" + plain;
+    String sql = value.sql();
+    return kind + String.valueOf(sql.codePointCount(0, sql.length())) + ":" + sql + plain;
   }
 
   public String sql() {

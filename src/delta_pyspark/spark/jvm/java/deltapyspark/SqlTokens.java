@@ -3,7 +3,6 @@ package deltapyspark;
 import java.util.Locale;
 import org.antlr.v4.runtime.CharStreams;
 import org.antlr.v4.runtime.Token;
-import org.antlr.v4.runtime.Vocabulary;
 import org.apache.spark.sql.catalyst.parser.SqlBaseLexer;
 import org.apache.spark.sql.catalyst.parser.UpperCaseCharStream;
 
@@ -14,7 +13,7 @@ import org.apache.spark.sql.catalyst.parser.UpperCaseCharStream;
  *
  * <p>Encoded as one line per token, {@code kind start end}, with {@code end} exclusive and
  * offsets in code points (Python's string indices); the kinds are {@code w} a name, {@code k}
- * one of Spark's keywords, {@code i} a back-quoted name, {@code s} a string literal, {@code n}
+ * one of Spark's keywords (names too, where the grammar allows), {@code i} a back-quoted name, {@code s} a string literal, {@code n}
  * a number, {@code p} punctuation and {@code x} a character Spark's lexer does not recognise.
  * Blanks and comments are left out.
  */
@@ -25,7 +24,6 @@ public final class SqlTokens {
     SqlBaseLexer lexer =
         new SqlBaseLexer(new UpperCaseCharStream(CharStreams.fromString(sql)));
     lexer.removeErrorListeners();
-    Vocabulary vocabulary = lexer.getVocabulary();
     StringBuilder out = new StringBuilder();
     for (Token token = lexer.nextToken();
         token.getType() != Token.EOF;
@@ -33,7 +31,7 @@ public final class SqlTokens {
       if (token.getChannel() != Token.DEFAULT_CHANNEL) {
         continue; // blanks and comments
       }
-      out.append(kind(vocabulary, token.getType()))
+      out.append(kind(token.getType()))
           .append(' ')
           .append(token.getStartIndex())
           .append(' ')
@@ -57,7 +55,7 @@ public final class SqlTokens {
       if (token.getChannel() != Token.DEFAULT_CHANNEL) {
         continue;
       }
-      char kind = kind(lexer.getVocabulary(), token.getType());
+      char kind = kind(token.getType());
       if (kind != 'w' && kind != 'k') {
         break;
       }
@@ -66,7 +64,7 @@ public final class SqlTokens {
     return words;
   }
 
-  private static char kind(Vocabulary vocabulary, int type) {
+  private static char kind(int type) {
     if (type == SqlBaseLexer.IDENTIFIER) {
       return 'w';
     }
@@ -79,13 +77,11 @@ public final class SqlTokens {
     if (type == SqlBaseLexer.UNRECOGNIZED) {
       return 'x';
     }
-    String name = vocabulary.getSymbolicName(type);
-    if (name != null && (name.endsWith("_VALUE") || name.endsWith("_LITERAL"))) {
-      return 'n'; // INTEGER_VALUE, DECIMAL_VALUE, BIGINT_LITERAL, DOUBLE_LITERAL, ...
+    if (type >= SqlBaseLexer.BIGINT_LITERAL && type <= SqlBaseLexer.BIGDECIMAL_LITERAL) {
+      return 'n'; // the grammar's number tokens: 2L, 2S, 2Y, 2, 2E3, 2.5, 2F, 2D, 2BD
     }
-    String literal = vocabulary.getLiteralName(type); // a keyword's is 'WORD'
-    if (literal != null && literal.length() > 2 && Character.isLetter(literal.charAt(1))) {
-      return 'k';
+    if (type >= SqlBaseLexer.ADD && type <= SqlBaseLexer.ZONE) {
+      return 'k'; // the grammar's keywords, ADD to ZONE (TEMP for TEMPORARY included)
     }
     return 'p';
   }
