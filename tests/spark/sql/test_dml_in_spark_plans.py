@@ -280,20 +280,6 @@ def test_dataframe_write_to_overwrite_with_a_condition(spark: Any, tmp_path: Pat
         spark.sql("DROP TABLE dml_write_to")
 
 
-def test_replace_where_with_a_replace_where_option_is_refused(spark: Any, tmp_path: Path) -> None:
-    path = str(tmp_path / "t")
-    spark.range(5).selectExpr("id", "id * 10 AS v").write.format("delta").save(path)
-    spark.catalog.createTable("dml_twice", path=path, source="delta")
-    try:
-        with pytest.raises(DeltaAnalysisException, match="DELTA_REPLACE_WHERE_IN_OVERWRITE"):
-            spark.createDataFrame([(0, 1)], "id long, v long").writeTo("dml_twice").option(
-                "replaceWhere", "id = 0"
-            ).overwrite(F.col("id") < 2)
-        assert _version(path) == 0
-    finally:
-        spark.sql("DROP TABLE dml_twice")
-
-
 def test_replace_where_elsewhere_and_with_markers(spark: Any, table: Table) -> None:
     with pytest.raises(AnalysisException, match="PARAMETER_MARKER_IN_UNEXPECTED_STATEMENT") as e:
         spark.sql(

@@ -93,14 +93,6 @@ public final class DeltaTableReferences extends Rule {
       scala.Tuple2 option = (scala.Tuple2) written.next();
       options.put(option._1(), option._2());
     }
-    for (Object key : options.keySet()) {
-      if (((String) key).equalsIgnoreCase("replaceWhere")) {
-        throw DeltaSqlParser.refused(
-            "DELTA_REPLACE_WHERE_IN_OVERWRITE",
-            "An overwrite with a condition takes no replaceWhere option as well: give the "
-                + "condition once.");
-      }
-    }
     options.put("replaceWhere", overwrite.deleteExpr().sql());
     UnresolvedRelation target =
         new UnresolvedRelation(
