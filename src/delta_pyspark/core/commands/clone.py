@@ -34,6 +34,9 @@ are only ever written below the target root, never through a link out of it.
 Absolute source paths are the protocol's way to name files elsewhere and are copied
 (deep) or referenced (shallow) as written.
 
+A Parquet source (``SHALLOW CLONE parquet.`dir```) is read by the Spark layer as CONVERT
+reads it and committed through the same ``commit_clone`` (``spark/commands/clone.py``).
+
 Shallow clones are registered in the source directory
 (``_delta_clones/<uuid>.json``, see ``core/commands/vacuum.py``) before their commit, so the
 source's VACUUM keeps the files they use; a failed clone removes its registry
