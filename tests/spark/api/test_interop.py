@@ -243,6 +243,7 @@ LAYOUTS = {
 }
 
 
+@pytest.mark.long  # slow: CI's second step
 @pytest.mark.parametrize("layout", list(LAYOUTS))
 def test_tables_written_here_read_identically_in_delta_rs_at_every_version(
     spark: Any, tmp_path: Path, layout: str

@@ -316,6 +316,7 @@ def _matches(condition: str, row: Any) -> bool:
     }[condition]
 
 
+@pytest.mark.long  # slow: CI's second step
 def test_pruning_by_year_month_and_prefix(spark: Any, tmp_path: Path) -> None:
     path = str(tmp_path / "t")
     spark.sql(

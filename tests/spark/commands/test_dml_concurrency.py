@@ -142,6 +142,7 @@ def test_update_of_a_file_removed_by_a_partition_delete(spark: Any, tmp_path: Pa
     assert _state(spark, path) == {13: 130, 14: 140}
 
 
+@pytest.mark.long  # slow: CI's second step
 def test_delete_vs_insert_into_read_range(spark: Any, tmp_path: Path):
     path = str(tmp_path / "s")
     _table(spark, path, [1, 2, 3], "Serializable")

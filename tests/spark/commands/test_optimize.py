@@ -249,6 +249,7 @@ def test_where_on_a_data_column_is_refused(
     assert DeltaLog(path).snapshot().version == version
 
 
+@pytest.mark.long  # slow: CI's second step
 def test_each_bin_becomes_its_own_file(spark: Any, tmp_path: Path, conf: Any) -> None:
     """Several bins per partition, all written by one job: no two bins share a file."""
     path = str(tmp_path / "t")
@@ -449,6 +450,7 @@ def _fraction_matching(path: str, column: str, values: list[int]) -> float:
     return sum(hits) / (len(values) * snapshot.num_files)
 
 
+@pytest.mark.long  # slow: CI's second step
 def test_zorder_makes_point_filters_on_each_column_skip_files(
     spark: Any, tmp_path: Path, conf: Any
 ) -> None:

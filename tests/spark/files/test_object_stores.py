@@ -152,6 +152,7 @@ def test_we_read_and_extend_a_table_deltalake_wrote_on_s3(
     assert sorted(theirs.to_pyarrow_table().column("id").to_pylist()) == [1, 2, 3]
 
 
+@pytest.mark.long  # slow: CI's second step
 def test_optimize_vacuum_and_restore_on_s3(
     spark: Any, s3a_bucket: str, s3_server: S3Server, conf: Any
 ) -> None:

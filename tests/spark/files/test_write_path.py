@@ -296,6 +296,7 @@ def test_table_properties_from_options_and_session_defaults(spark: Any, tmp_path
     assert snap.commit_info["isolationLevel"] == "Serializable"
 
 
+@pytest.mark.long  # slow: CI's second step
 def test_concurrent_appends_threads_all_commit(spark: Any, tmp_path: Path) -> None:
     path = str(tmp_path / "conc")
     spark.createDataFrame([(0, "p0")], "id long, p string").write.format("delta").partitionBy(
