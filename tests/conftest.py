@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -11,6 +13,7 @@ import pytest
 
 from data_paths import TESTDATA
 from maven_jars import S3A, maven_jars
+from postgres_server import PostgresServer, pg_binaries, start_postgres
 from s3_server import S3Server, running_s3_server
 
 
@@ -25,6 +28,27 @@ def s3_server() -> Iterator[S3Server]:
     """The local S3 server (moto), started on first use for the rest of the run."""
     with running_s3_server() as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """A throwaway PostgreSQL server; ``new_database()`` gives each test its own catalog."""
+    if pg_binaries() is None:
+        pytest.skip(
+            "no PostgreSQL server binaries (initdb, pg_ctl) on PATH or in DELTA_PYSPARK_PG_BIN "
+            "(see README: set-up)"
+        )
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        pytest.skip("psycopg is not installed (pip install 'delta-pyspark[postgres]')")
+    # not under pytest's tmp dir: that is private to root, and as root the server runs
+    # as ``nobody`` (initdb refuses root), which must reach its directory
+    root = Path(tempfile.mkdtemp(prefix="delta-pyspark-pg-"))
+    try:
+        yield from start_postgres(root)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 # ---------------------------------------------------------------- Spark fixtures

@@ -47,10 +47,12 @@ def sync_catalog(spark: Any) -> list[str]:
     return sync(spark)
 
 
-def transaction(spark: Any) -> Any:
-    """``with delta_pyspark.transaction(spark):`` — writes and DML in the block on the attached
-    catalog's catalog-managed tables (one operation per table) commit together, atomically,
-    when it ends; readers through the catalog see all of them or none."""
-    from delta_pyspark.spark.catalog.managed_tables import transaction as begin
+def transaction(spark: Any, others_alone: bool = False) -> Any:
+    """``with delta_pyspark.transaction(spark):`` — the block's statements on the attached
+    catalog's catalog-managed tables read one catalog state, see each other's writes, and
+    commit together, atomically, when it ends; readers through the catalog see all of
+    them or none. An exception rolls them all back. A write to a table outside the catalog
+    is refused in the block unless ``others_alone`` (then it commits alone, at once)."""
+    from delta_pyspark.spark.catalog.managed_tables import transaction as open_transaction
 
-    return begin(spark)
+    return open_transaction(spark, others_alone)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from itertools import pairwise
 
-from delta_pyspark.sql import alter, path_metadata, table_commands
+from delta_pyspark.sql import alter, path_metadata, table_commands, transactions
 from delta_pyspark.sql.statement import Statement
 from delta_pyspark.sql.text import StatementParser, bind, markers, tokens_of
 
@@ -27,6 +27,9 @@ _STARTS: tuple[tuple[tuple[str, ...], _Grammar], ...] = (
     (("SHOW", "TBLPROPERTIES"), table_commands.show_properties),
     (("SHOW", "COLUMNS"), path_metadata.show_columns),
     (("DROP", "TABLE"), table_commands.drop),
+    (("BEGIN",), transactions.begin),
+    (("COMMIT",), transactions.commit),
+    (("ROLLBACK",), transactions.rollback),
 )
 
 # Spark's statements that Spark resolves and the session extension hands over as text

@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections import defaultdict
 from graphlib import CycleError, TopologicalSorter
@@ -88,7 +89,8 @@ def test_exception_in_the_block_commits_nothing(catalog_url: str, tmp_path: Path
 def test_collected_commits_join_with_their_own_operations(catalog_url: str, tmp_path: Path) -> None:
     """An engine's commits made inside ``collecting()`` (here: plain ``Transaction.commit``
     calls, as the Spark layer makes) wait for the block's end and then commit together;
-    a filesystem table's commit in the block commits alone, at once."""
+    the block's own reads see them, other threads do not; a filesystem table's commit in
+    the block is refused unless allowed to commit alone."""
     make_tables(catalog_url, tmp_path)
     plain = DeltaLog(str(tmp_path / "plain"))
     create_table(plain, SCHEMA)
@@ -99,24 +101,47 @@ def test_collected_commits_join_with_their_own_operations(catalog_url: str, tmp_
                 txn = Transaction(log, log.snapshot())
                 txn.add_files([add(f"{name}.parquet")])
                 returned = txn.commit(f"OP{i}", {"k": str(i)})
-                assert returned.version == 0  # the snapshot it read: nothing visible yet
-            assert paths(catalog) == {n: [] for n in TABLES}
+                # the table as the transaction now reads it: its pending next version
+                assert returned.version == 1
+                assert returned.files.column("path").to_pylist() == [f"{name}.parquet"]
+            assert catalog.snapshot(TABLES[0]).files.column("path").to_pylist() == ["t0.parquet"]
+            elsewhere: list[dict[str, list[str]]] = []
+            reader = threading.Thread(target=lambda: elsewhere.append(paths(catalog)))
+            reader.start()
+            reader.join()
+            assert elsewhere == [{n: [] for n in TABLES}]  # another thread: nothing yet
             alone = Transaction(plain, plain.snapshot())
             alone.add_files([add("p.parquet")])
-            assert alone.commit("WRITE").version == 1
-            again = Transaction(catalog.delta_log(TABLES[0]), catalog.snapshot(TABLES[0]))
-            with pytest.raises(DeltaUnsupportedOperationException, match="one operation per"):
-                again.commit("OP2")
+            with pytest.raises(DeltaUnsupportedOperationException, match="not a catalog-managed"):
+                alone.commit("WRITE")
+            # a second statement on a table reads the first one's file and replaces it
+            log = catalog.delta_log(TABLES[0])
+            again = Transaction(log, log.snapshot())
+            again.read_whole_table()
+            again.remove_files([{"path": "t0.parquet", "deletionTimestamp": 1}])
+            again.add_files([add("t0-again.parquet")])
+            again.commit("OP2")
         assert paths(catalog) == {
-            TABLES[0]: ["t0.parquet"],
+            TABLES[0]: ["t0-again.parquet"],
             TABLES[1]: ["t1.parquet"],
             TABLES[2]: [],
         }
         infos = {n: catalog.delta_log(n).history(1)[0] for n in TABLES[:2]}
-        assert [infos[n]["operation"] for n in TABLES[:2]] == ["OP0", "OP1"]
+        assert [infos[n]["operation"] for n in TABLES[:2]] == ["TRANSACTION", "OP1"]
+        assert infos[TABLES[0]]["operationParameters"]["statements"] == '["OP0","OP2"]'
         assert {i["operationParameters"]["multiTableTransaction"] for i in infos.values()} == {
             tx.id
         }
+        # one commit per table: t0's first file never appears in its log
+        t0 = catalog.delta_log(TABLES[0])
+        assert [a["path"] for _, c in t0.commits(1) for a in c.adds] == ["t0-again.parquet"]
+        assert [r["path"] for _, c in t0.commits(1) for r in c.removes] == []
+        assert plain.snapshot().version == 0
+        # allowed explicitly, a filesystem table's commit in the block commits alone, at once
+        with catalog.transaction(others_alone=True).collecting():
+            alone = Transaction(plain, plain.snapshot())
+            alone.add_files([add("p.parquet")])
+            assert alone.commit("WRITE").version == 1
         # an exception in the block commits none of the collected commits
         with pytest.raises(RuntimeError), catalog.transaction().collecting():
             log = catalog.delta_log(TABLES[2])
@@ -359,8 +384,7 @@ def test_only_catalog_managed_tables_take_part(catalog_url: str, tmp_path: Path)
         tx = catalog.transaction()
         with pytest.raises(DeltaUnsupportedOperationException, match="'plain' is not catalog"):
             tx.tables("t0", "plain")
-        with pytest.raises(DeltaError, match="needs at least one table"):
-            catalog.transaction().commit()
+        assert catalog.transaction().commit() == {}  # nothing to commit
         assert {e.name: e.latest_version for e in catalog.tables()} == {
             "plain": None,
             **dict.fromkeys(TABLES, 0),

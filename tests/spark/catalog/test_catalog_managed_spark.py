@@ -135,37 +135,3 @@ def test_tables_made_elsewhere_and_drop(spark: Any, catalog_url: str, tmp_path: 
     with Catalog.open(catalog_url) as other:
         assert "cm_elsewhere" not in {t.name for t in other.tables()}
     assert (Path(location) / "_delta_log").is_dir()  # the files stay
-
-
-def test_spark_writes_in_a_multi_table_transaction(spark: Any, catalog_url: str) -> None:
-    catalog = delta_pyspark.use_catalog(spark, catalog_url)
-    for name in ("cm_a", "cm_b"):
-        spark.sql(
-            f"CREATE TABLE {name} (id BIGINT, v INT) USING delta "
-            "TBLPROPERTIES ('delta.feature.catalogManaged' = 'supported')"
-        )
-        spark.sql(f"INSERT INTO {name} VALUES (1, 10), (2, 20)")
-    with delta_pyspark.transaction(spark) as tx:
-        spark.sql("INSERT INTO cm_a VALUES (3, 30)")
-        DeltaTable.forName(spark, "cm_b").delete("id = 1")
-        # nothing is visible before the block ends
-        assert _rows(spark, "SELECT id FROM cm_a") == [(1,), (2,)]
-        assert _rows(spark, "SELECT id FROM cm_b") == [(1,), (2,)]
-    assert _rows(spark, "SELECT id FROM cm_a") == [(1,), (2,), (3,)]
-    assert _rows(spark, "SELECT id FROM cm_b") == [(2,)]
-    for name, operation in (("cm_a", "WRITE"), ("cm_b", "DELETE")):
-        info = catalog.delta_log(name).history(1)[0]
-        assert info["operation"] == operation
-        assert info["operationParameters"]["multiTableTransaction"] == tx.id
-    versions = {n: catalog.snapshot(n).version for n in ("cm_a", "cm_b")}
-    # a second operation on a table, or any error in the block: nothing of it commits
-    twice = pytest.raises(DeltaUnsupportedOperationException, match="one operation per table")
-    with twice, delta_pyspark.transaction(spark):
-        spark.sql("INSERT INTO cm_a VALUES (4, 40)")
-        spark.sql("UPDATE cm_a SET v = 0")
-    with pytest.raises(RuntimeError, match="abort"), delta_pyspark.transaction(spark):
-        spark.sql("DELETE FROM cm_b")
-        raise RuntimeError("abort")
-    assert {n: catalog.snapshot(n).version for n in ("cm_a", "cm_b")} == versions
-    assert _rows(spark, "SELECT id FROM cm_a") == [(1,), (2,), (3,)]
-    assert _rows(spark, "SELECT id FROM cm_b") == [(2,)]

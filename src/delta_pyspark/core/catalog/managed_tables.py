@@ -391,9 +391,10 @@ class Catalog:
         return self.committer(name).publish()
 
     def transaction(
-        self, on_step: Callable[[str, str | None], None] | None = None
+        self, on_step: Callable[[str, str | None], None] | None = None, others_alone: bool = False
     ) -> MultiTableTransaction:
-        """An atomic transaction over several catalog-managed tables of this catalog."""
+        """An atomic transaction over several catalog-managed tables of this catalog
+        (``others_alone``: see ``MultiTableTransaction``)."""
         from delta_pyspark.core.catalog.multi_table import MultiTableTransaction
 
-        return MultiTableTransaction(self, on_step)
+        return MultiTableTransaction(self, on_step, others_alone)

@@ -42,6 +42,7 @@ from delta_pyspark.core.log.validation import validate_state
 from delta_pyspark.core.protocol import table_properties as props
 from delta_pyspark.core.protocol.actions import CommitInfo, commit_timestamp
 from delta_pyspark.core.protocol.table_features import check_readable
+from delta_pyspark.core.snapshot import transaction_scope
 from delta_pyspark.core.snapshot.snapshot import Snapshot
 from delta_pyspark.core.storage.commit_coordinator import CommitCoordinator
 from delta_pyspark.core.storage.locations import normalise
@@ -145,13 +146,17 @@ class DeltaLog:
 
     def snapshot(self, version: int | None = None) -> Snapshot:
         """The latest snapshot, or the one at ``version`` (time travel, never cached)."""
-        if version is None and self._key is not None:
-            return self.latest()
-        return self._load(version)
+        return self.latest() if version is None else self._load(version)
 
     def latest(self) -> Snapshot:
         """The latest snapshot; the shared handle refreshes its cached one with ``update``
-        and keeps the result only when it loaded without error."""
+        and keeps the result only when it loaded without error. Inside a multi-table
+        transaction, its tables read as the transaction sees them (``transaction_scope``)."""
+        txn = transaction_scope.current()
+        if txn is not None:
+            seen = txn.view(self)
+            if seen is not None:
+                return seen
         if self._key is None:
             return self._load(None)
         owner = _CACHE.owner(self)
@@ -218,6 +223,14 @@ class DeltaLog:
             state, with_commits(snapshot.segment, version, statuses), snapshot.state
         )
 
+    def with_pending(self, snapshot: Snapshot, commit: CommitActions) -> Snapshot:
+        """``snapshot`` with ``commit`` applied as its next version, which is not committed:
+        what a transaction's later statements read. Never cached, and no checksum applies."""
+        version = snapshot.version + 1
+        state = snapshot.state.apply(version, [commit])
+        segment = with_commits(snapshot.segment, version, ())
+        return self._finish(state, segment, snapshot.state, pending=True)
+
     def _read_commit(self, path: str) -> CommitActions:
         return parse_actions(self._read_bytes(path), path)
 
@@ -253,9 +266,14 @@ class DeltaLog:
         return state
 
     def _finish(
-        self, state: TableState, segment: LogSegment, base: TableState | None = None
+        self,
+        state: TableState,
+        segment: LogSegment,
+        base: TableState | None = None,
+        pending: bool = False,
     ) -> Snapshot:
-        """Check and wrap ``state``; ``base``: the validated state it was applied to."""
+        """Check and wrap ``state``; ``base``: the validated state it was applied to;
+        ``pending``: its last version is not committed (``with_pending``)."""
         if state.protocol is None:
             raise CorruptLogError(
                 f"{self.table_root}: no protocol action found replaying version {state.version}"
@@ -279,7 +297,8 @@ class DeltaLog:
             lambda path: self._locate(segment, path),
             appended_only=incremental,
         )
-        crc = checksum.read_checksum(self.store, self.log_dir, state.version)
+        # A pending state has no checksum: a file of its version would be another writer's.
+        crc = None if pending else checksum.read_checksum(self.store, self.log_dir, state.version)
         if crc is not None:
             checksum.validate(state, crc, f"{self.log_dir}/{state.version:020d}.crc")
         return snapshot

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -43,6 +43,7 @@ from delta_pyspark.core.protocol.deletion_vectors import DeletionVectorWriter
 from delta_pyspark.core.protocol.schema import parse_schema_string
 from delta_pyspark.core.protocol.schema_arrow import to_arrow_schema
 from delta_pyspark.core.protocol.table_features import check_writable, features_in_use
+from delta_pyspark.core.snapshot import transaction_scope
 from delta_pyspark.core.snapshot.delta_log import DeltaLog
 from delta_pyspark.core.snapshot.snapshot import Snapshot
 from delta_pyspark.core.transaction import row_tracking
@@ -65,20 +66,6 @@ from delta_pyspark.exceptions import (
 )
 
 DEFAULT_MAX_ATTEMPTS = 1000
-
-# Takes a commit into an open multi-table transaction (True) or leaves it to commit alone.
-CommitCollector = Callable[
-    ["Transaction", str, Mapping[str, Any] | None, Mapping[str, Any] | None, str | None], bool
-]
-_collector: CommitCollector | None = None
-
-
-def set_commit_collector(collector: CommitCollector | None) -> CommitCollector | None:
-    """Route the process's commits through ``collector`` (None: stop); returns the previous
-    one. ``multi_table.MultiTableTransaction.collecting`` is the one user."""
-    global _collector
-    previous, _collector = _collector, collector
-    return previous
 
 
 class Transaction:
@@ -193,13 +180,50 @@ class Transaction:
         self._domains.append(domain)
 
     @property
-    def _all_removes(self) -> list[RemoveFile]:
+    def removed_files(self) -> list[RemoveFile]:
+        """Every remove action to commit, including files re-added with a new vector."""
         return self._removes + [d.remove for d in self._row_deletes.values()]
 
     @property
     def added_files(self) -> list[AddFile]:
         """Every add action to commit: new files and files re-added with a new vector."""
         return self._adds + [d.add for d in self._row_deletes.values() if d.add is not None]
+
+    def absorb(self, statement: Transaction, base_paths: set[str]) -> None:
+        """Take a later statement of a multi-statement transaction into this one (whose
+        snapshot is the transaction's): one commit then does what the statements did.
+
+        A file the transaction added and a later statement removed is in neither list (a
+        commit may not add and remove the same file); a file added on top of the
+        transaction's own (``base_paths`` are the snapshot's) gets its row ids when this
+        commit assigns them. What ``statement`` read is read by this transaction.
+        """
+        adds = {action_key(a): a for a in self._adds}
+        removes = {action_key(r): r for r in self._removes}
+        for r in statement.removed_files:
+            key = action_key(r)
+            if adds.pop(key, None) is None:
+                removes[key] = r
+        for a in statement.added_files:
+            key = action_key(a)
+            removes.pop(key, None)
+            if a["path"] not in base_paths:
+                a = a.copy()
+                a.pop("baseRowId", None)
+                a.pop("defaultRowCommitVersion", None)
+            adds[key] = a
+        self._adds, self._removes = list(adds.values()), list(removes.values())
+        self._cdcs += statement._cdcs
+        self._txns += statement._txns
+        self._domains += statement._domains
+        self._metadata = statement._metadata or self._metadata
+        self._protocol = statement._protocol or self._protocol
+        read, mine = statement.reads, self.reads
+        mine.predicates += read.predicates
+        mine.whole_table |= read.whole_table
+        mine.file_keys |= read.file_keys
+        mine.app_ids |= read.app_ids
+        mine.time_zone = read.time_zone
 
     @property
     def has_changes(self) -> bool:
@@ -210,13 +234,13 @@ class Transaction:
     def is_blind_append(self) -> bool:
         return (
             self.reads.is_blind
-            and not self._all_removes
+            and not self.removed_files
             and all(a.get("dataChange", True) for a in self._adds)
         )
 
     def isolation_level(self) -> IsolationLevel:
         """SnapshotIsolation for commits that change no data, else the table's level."""
-        adds, removes = self.added_files, self._all_removes
+        adds, removes = self.added_files, self.removed_files
         changes_data = any(a.get("dataChange", True) for a in adds) or any(
             r.get("dataChange", True) for r in removes
         )
@@ -257,7 +281,7 @@ class Transaction:
         self.check_writable()
         if self.snapshot is None and self._metadata is None:
             raise DeltaAnalysisException("creating a table requires its metadata")
-        if any(r.get("dataChange", True) for r in self._all_removes):
+        if any(r.get("dataChange", True) for r in self.removed_files):
             self.check_data_removable()
         # Under column mapping the log keys partition values by physical name.
         mode = column_mapping_mode(md.configuration)
@@ -272,7 +296,7 @@ class Transaction:
                     f"{sorted((add.get('partitionValues') or {}).keys())} but the table is "
                     f"partitioned by {sorted(parts)}"
                 )
-        path = added_and_removed(self._adds, self._all_removes)
+        path = added_and_removed(self._adds, self.removed_files)
         if path is not None:  # readers refuse such a version as damaged (``parse_actions``)
             raise DeltaIllegalArgumentException(
                 f"a commit cannot both add and remove the same file ({path}, with the same "
@@ -291,7 +315,7 @@ class Transaction:
         )
         domains = self._domains + ([mark] if mark is not None else [])
         actions += [("domainMetadata", d.to_dict()) for d in domains]
-        actions += [("remove", r) for r in self._all_removes]
+        actions += [("remove", r) for r in self.removed_files]
         actions += [("add", a) for a in adds]
         actions += [("cdc", c) for c in self._cdcs]
         return actions
@@ -303,7 +327,7 @@ class Transaction:
             read_version=self.read_version,
             isolation=isolation,
             reads=self.reads,
-            removed_keys={action_key(r) for r in self._all_removes},
+            removed_keys={action_key(r) for r in self.removed_files},
             row_delete_keys=set(self._row_deletes),
             app_ids_written={t.app_id for t in self._txns},
             domains_written={d.domain for d in self._domains},
@@ -322,15 +346,15 @@ class Transaction:
     ) -> Snapshot:
         """Commit atomically; retries past non-conflicting winners; returns the new snapshot.
 
-        While a multi-table transaction collects this process's commits
-        (``set_commit_collector``), a commit it takes is only prepared here and becomes
-        visible with the others when that transaction commits: the snapshot the
-        transaction read is returned.
+        Inside a multi-table transaction (``transaction_scope``) a commit to one of its
+        tables is only prepared here and becomes visible with the rest of the transaction
+        when that commits: the table as the transaction now sees it is returned.
         """
-        collector = _collector
-        if collector is not None and collector(self, operation, parameters, metrics, user_metadata):
-            assert self.snapshot is not None  # the collector refuses a table's creation
-            return self.snapshot
+        scope = transaction_scope.current()
+        if scope is not None:
+            joined = scope.collect(self, operation, parameters, metrics, user_metadata)
+            if joined is not None:
+                return joined
         self.prepare_commit(operation, parameters, metrics, user_metadata)
         while True:
             data = self.next_attempt()

@@ -11,8 +11,9 @@ A session attached to a catalog (``use_catalog(spark, url)``, or the conf
   locations), so SQL and ``spark.table`` resolve their names. Tables another process creates
   later appear after ``sync_catalog(spark)``.
 
-``with delta_pyspark.transaction(spark):`` commits the block's writes and DML on several
-of the catalog's tables atomically (``core.multi_table``).
+``with delta_pyspark.transaction(spark):``, or ``BEGIN TRANSACTION`` ... ``COMMIT`` /
+``ROLLBACK`` in SQL, makes the thread's statements on the catalog's tables one transaction
+(``core.multi_table``).
 
 ``CREATE TABLE name (...) USING delta TBLPROPERTIES ('delta.feature.catalogManaged' =
 'supported')`` creates one (``sql/create_table.py``); ``DROP TABLE`` of one removes it from
@@ -24,13 +25,15 @@ OPTIMIZE and REORG run only when the catalog permits them
 from __future__ import annotations
 
 import threading
-from contextlib import AbstractContextManager
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from delta_pyspark.core.catalog.managed_tables import Catalog
 from delta_pyspark.core.catalog.multi_table import MultiTableTransaction
 from delta_pyspark.core.protocol.schema import StructType, schema_to_string
 from delta_pyspark.core.protocol.table_properties import validate_properties
+from delta_pyspark.core.snapshot import transaction_scope
 from delta_pyspark.core.snapshot.delta_log import set_coordinator_resolver
 from delta_pyspark.exceptions import DeltaAnalysisException
 from delta_pyspark.spark.catalog.session_catalog import lookup, register
@@ -40,11 +43,16 @@ from delta_pyspark.spark.conf import (
     CATALOG_WAREHOUSE_CONF,
 )
 from delta_pyspark.spark.jvm import catalog_access
+from delta_pyspark.spark.jvm.bridge import thread_properties
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 CATALOG_MANAGED_PROPERTY = "delta.feature.catalogManaged"
+# The JVM thread-local property naming a thread's open transaction, and Spark's own naming
+# a streaming query's thread.
+TRANSACTION_PROPERTY = "delta_pyspark.transaction"
+STREAM_QUERY_PROPERTY = "sql.streaming.queryId"
 
 _lock = threading.Lock()
 _attached: dict[str, Catalog] = {}  # the process's catalog, by URL (at most one)
@@ -64,11 +72,13 @@ def use_catalog(
         _attached.clear()
         if url is None:
             set_coordinator_resolver(None)
+            transaction_scope.set_probe(None)
             spark.conf.unset(CATALOG_URL_CONF)
             return None
         catalog = Catalog.open(url, warehouse, allow_maintenance=allow_maintenance)
         _attached[url] = catalog
         set_coordinator_resolver(catalog.coordinator_for)
+        transaction_scope.set_probe(_transaction_of_thread)
     spark.conf.set(CATALOG_URL_CONF, url)
     sync_catalog(spark)
     return catalog
@@ -103,17 +113,55 @@ def sync_catalog(spark: SparkSession) -> list[str]:
     return added
 
 
-def transaction(spark: SparkSession) -> AbstractContextManager[MultiTableTransaction]:
-    """``with delta_pyspark.transaction(spark) as tx:`` — the writes and DML of the block on
-    the attached catalog's catalog-managed tables (one operation per table) commit together,
-    atomically, when it ends; an exception commits none of them."""
+@contextmanager
+def transaction(spark: SparkSession, others_alone: bool = False) -> Iterator[MultiTableTransaction]:
+    """``with delta_pyspark.transaction(spark) as tx:`` — the block's statements on the
+    attached catalog's tables form one transaction (``core.multi_table``): read at one
+    catalog state, each seeing the earlier ones' writes, committed together atomically
+    when the block ends; an exception rolls them all back. A write to another table in the
+    block is refused unless ``others_alone`` (then it commits alone, at once)."""
+    tx = begin(spark, python_thread=True, others_alone=others_alone)
+    try:
+        yield tx
+    except BaseException:
+        finish(spark, commit=False)
+        raise
+    finish(spark, commit=True)
+
+
+def begin(
+    spark: SparkSession, python_thread: bool = False, others_alone: bool = False
+) -> MultiTableTransaction:
+    """Open a transaction for this thread's statements (``BEGIN TRANSACTION``); its JVM
+    thread carries the id, so the statements' callbacks find it. ``python_thread``: the
+    calling Python thread is the opener (not a callback's)."""
     catalog = attached()
     if catalog is None:
         raise DeltaAnalysisException(
-            "a multi-table transaction needs the session attached to a catalog "
+            "a transaction needs the session attached to a catalog "
             f"(set {CATALOG_URL_CONF} or call delta_pyspark.use_catalog(spark, url))"
         )
-    return catalog.transaction().collecting()
+    tx = catalog.transaction(others_alone=others_alone)
+    tx.join(this_thread=python_thread)
+    spark.sparkContext.setLocalProperty(TRANSACTION_PROPERTY, tx.id)
+    return tx
+
+
+def finish(spark: SparkSession, commit: bool) -> None:
+    """Commit (``COMMIT``) or roll back (``ROLLBACK``) this thread's open transaction."""
+    tx = transaction_scope.current()
+    if not isinstance(tx, MultiTableTransaction):
+        word = "COMMIT" if commit else "ROLLBACK"
+        raise DeltaAnalysisException(f"{word}: no transaction is open (BEGIN TRANSACTION first)")
+    spark.sparkContext.setLocalProperty(TRANSACTION_PROPERTY, None)  # type: ignore[arg-type]
+    tx.finish(commit)
+
+
+def _transaction_of_thread() -> str | None:
+    """The transaction the JVM thread behind the running work belongs to; a streaming
+    query's thread (which inherits its starter's properties) belongs to none."""
+    txn_id, stream = thread_properties(TRANSACTION_PROPERTY, STREAM_QUERY_PROPERTY)
+    return None if stream is not None else txn_id
 
 
 def create_catalog_table(
@@ -192,8 +240,10 @@ __all__ = [
     "CATALOG_MANAGED_PROPERTY",
     "attach_from_conf",
     "attached",
+    "begin",
     "create_catalog_table",
     "drop_catalog_table",
+    "finish",
     "sync_catalog",
     "transaction",
     "use_catalog",

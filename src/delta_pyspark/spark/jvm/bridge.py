@@ -79,6 +79,21 @@ def python_session(java_session: Any) -> SparkSession:
     return SparkSession(context, java_session)
 
 
+def thread_properties(*names: str) -> list[str | None]:
+    """Local properties of the JVM thread the calling Python thread is paired with (py4j's
+    pinned threads; for a callback, the JVM thread that called back): what Spark scopes to
+    one thread's work. All None without a running SparkContext."""
+    from pyspark import SparkContext
+
+    context = SparkContext._active_spark_context
+    if context is None:
+        return [None for _ in names]
+    jsc = context._jsc
+    assert jsc is not None
+    spark_context = jsc.sc()
+    return [spark_context.getLocalProperty(n) for n in names]
+
+
 def sql_conf(spark: SparkSession) -> Any:
     """The JVM's ``SQLConf`` of ``spark``, for typed settings PySpark does not expose
     (broadcast threshold, split sizes)."""
