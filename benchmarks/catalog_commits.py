@@ -13,6 +13,10 @@ Each writer loads the latest snapshot, commits, and retries on a lost version as
 Throughput = total commits / wall time from release to the last writer finishing. A
 run is valid when the final version equals the number of commits. Then the latency of
 a 3-table transaction (one add per table, published) on each catalog, sequentially.
+Last, committed multi-statement transactions per second on each catalog with 1 and 8
+writer processes: each transaction is three statements (two appends to ``m0``, one to
+``m1``) collected and committed as one; the ratio is to the single-table commits/s of
+the same catalog and writer count above (the baseline: one commit of one table).
 
     python -m benchmarks catalog_commits
     DELTA_BENCH_COMMITS=50 python -m benchmarks.catalog_commits --writers 1 4
@@ -74,6 +78,62 @@ def _writer(kind: str, target: str, warehouse: str, writer: int, commits: int, g
     if catalog is not None:
         catalog.close()
     return retries
+
+
+def _transaction_writer(url: str, warehouse: str, writer: int, n: int, go: Any) -> int:
+    """N multi-statement transactions (retried on a conflict); returns the retries."""
+    from delta_pyspark.core.catalog.managed_tables import Catalog
+    from delta_pyspark.core.transaction.optimistic_transaction import Transaction
+    from delta_pyspark.exceptions import DeltaConcurrentModificationException
+
+    retries = 0
+    with Catalog.open(url, warehouse=warehouse) as catalog:
+        logs = {name: catalog.delta_log(name) for name in ("m0", "m1")}
+        go.wait()
+        for i in range(n):
+            while True:
+                try:
+                    with catalog.transaction().collecting():
+                        for step, name in enumerate(("m0", "m0", "m1")):
+                            txn = Transaction(logs[name], logs[name].snapshot())
+                            txn.add_files([_add(f"w{writer}-{i}-{step}.parquet")])
+                            txn.commit("WRITE")
+                    break
+                except DeltaConcurrentModificationException:
+                    retries += 1
+    return retries
+
+
+def _transactions(kind: str, url: str, warehouse: str, writers: int, n: int) -> dict[str, Any]:
+    from delta_pyspark.core.catalog.managed_tables import Catalog
+
+    with Catalog.open(url, warehouse=warehouse) as catalog:
+        for name in ("m0", "m1"):
+            catalog.create_table(name, SCHEMA, configuration=CONFIGURATION)
+    ctx = mp.get_context("spawn")
+    go = ctx.Manager().Event()
+    with ctx.Pool(writers) as pool:
+        pending = [
+            pool.apply_async(_transaction_writer, (url, warehouse, w, n, go))
+            for w in range(writers)
+        ]
+        time.sleep(1.0)  # let every writer import and connect
+        start = time.perf_counter()
+        go.set()
+        retries = sum(p.get() for p in pending)
+        elapsed = time.perf_counter() - start
+    with Catalog.open(url, warehouse=warehouse) as catalog:
+        files = {n: len(s.files) for n, s in catalog.snapshots(["m0", "m1"]).items()}
+    total = writers * n
+    return {
+        "kind": kind,
+        "writers": writers,
+        "transactions": total,
+        "seconds": round(elapsed, 3),
+        "transactions_per_s": round(total / elapsed, 1),
+        "retries": retries,
+        "valid": files == {"m0": 2 * total, "m1": total},
+    }
 
 
 def _setup(kind: str, target: str, warehouse: str) -> str:
@@ -152,9 +212,9 @@ def _multi_table_latency(url: str, warehouse: str, n: int) -> dict[str, Any]:
 @contextmanager
 def _postgres() -> Iterator[Any]:
     """A throwaway server (``new_database()`` gives a fresh database URL), or None."""
-    tests = Path(__file__).resolve().parent.parent / "tests" / "core"
+    tests = Path(__file__).resolve().parent.parent / "tests"
     sys.path.insert(0, str(tests))  # the test suite's throwaway-server helper
-    from catalog_helpers import pg_binaries, start_postgres
+    from postgres_server import pg_binaries, start_postgres
 
     if pg_binaries() is None:
         yield None
@@ -174,6 +234,7 @@ def main(argv: list[str] | None = None) -> None:
     scratch = Path(tempfile.mkdtemp(prefix="delta-bench-catalog-"))
     results: list[dict[str, Any]] = []
     latency: dict[str, Any] = {}
+    transactions: list[dict[str, Any]] = []
     try:
         with _postgres() as pg:
             for writers in args.writers:
@@ -196,14 +257,25 @@ def main(argv: list[str] | None = None) -> None:
                     url, str(scratch / f"multi-{kind}"), MULTI_TABLE_COMMITS
                 )
                 print(json.dumps({"three_table_transaction": kind, **latency[kind]}), flush=True)
+            for kind in catalogs:
+                for writers in (1, 8):
+                    run = scratch / f"tx-{kind}-{writers}"
+                    fresh = pg.new_database() if kind == "postgres" else None
+                    url = fresh or f"sqlite:///{run / 'catalog.db'}"
+                    transactions.append(
+                        _transactions(kind, url, str(run / "warehouse"), writers, commits)
+                    )
+                    print(json.dumps(transactions[-1]), flush=True)
             if pg is None:
                 print("postgres: skipped (no initdb/pg_ctl on PATH)")
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    _report(results, latency)
+    _report(results, latency, transactions)
 
 
-def _report(results: list[dict[str, Any]], latency: dict[str, Any]) -> None:
+def _report(
+    results: list[dict[str, Any]], latency: dict[str, Any], transactions: list[dict[str, Any]]
+) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -230,6 +302,23 @@ def _report(results: list[dict[str, Any]], latency: dict[str, Any]) -> None:
             kind, str(r["transactions"]), str(r["median_ms"]), str(r["p90_ms"]), str(r["valid"])
         )
     console.print(m)
+    single = {(r["kind"], r["writers"]): r["commits_per_s"] for r in results}
+    x = Table(title="committed 3-statement, 2-table transactions/s (vs one-table commits/s)")
+    for col in ("catalog", "writers", "transactions", "tx/s", "ratio", "retries", "valid"):
+        x.add_column(col)
+    for r in transactions:
+        base = single.get((r["kind"], r["writers"]))
+        ratio = f"{r['transactions_per_s'] / base:.2f}" if base else "-"
+        x.add_row(
+            r["kind"],
+            str(r["writers"]),
+            str(r["transactions"]),
+            str(r["transactions_per_s"]),
+            ratio,
+            str(r["retries"]),
+            str(r["valid"]),
+        )
+    console.print(x)
 
 
 if __name__ == "__main__":

@@ -5,16 +5,26 @@ nothing is left (files included), and only the opening thread takes part."""
 
 from __future__ import annotations
 
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
+import transfer_worker
 
 import delta_pyspark
 from delta_pyspark.core.catalog.managed_tables import Catalog
+from delta_pyspark.core.snapshot.delta_log import DeltaLog
 from delta_pyspark.exceptions import (
     DeltaAnalysisException,
     DeltaConcurrentModificationException,
@@ -131,6 +141,48 @@ def test_a_transaction_reads_one_catalog_state(spark: Any, catalog: Catalog) -> 
     assert _rows(spark, "SELECT * FROM audit") == [(7,)]
 
 
+def test_one_query_reads_its_tables_at_one_catalog_state(
+    spark: Any, catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Outside a transaction too: a two-table transaction commits between the loads of the
+    two tables one query reads, and the query still sees it wholly or not at all."""
+    spark.sql("INSERT INTO ledger VALUES (1, 10)")
+    spark.sql("INSERT INTO audit VALUES (1)")
+    loaded: list[str] = []
+    original = DeltaLog._load
+
+    def load_then_commit(log: DeltaLog, version: int | None) -> Any:
+        snapshot = original(log, version)
+        if not loaded and log.coordinator is not None:
+            loaded.append(log.table_root)
+            with catalog.transaction() as tx:  # one more row in each table
+                for name, row in (("ledger", {"id": 2, "amount": 20}), ("audit", {"id": 2})):
+                    root = catalog.table(name).location
+                    pq.write_table(pa.Table.from_pylist([row]), f"{root}/late-{name}.parquet")
+                    size = Path(root, f"late-{name}.parquet").stat().st_size
+                    tx.table(name).add_files([_add(f"late-{name}.parquet", size)])
+        return snapshot
+
+    monkeypatch.setattr(DeltaLog, "_load", load_then_commit)
+    both = "SELECT (SELECT count(*) FROM ledger) AS l, (SELECT count(*) FROM audit) AS a"
+    first = spark.sql(both).first()
+    assert loaded, "no table was loaded during the query"
+    assert first is not None and (first.l, first.a) == (1, 1)  # the state before the commit
+    monkeypatch.undo()
+    after = spark.sql(both).first()
+    assert after is not None and (after.l, after.a) == (2, 2)
+
+
+def _add(path: str, size: int) -> Any:
+    return {
+        "path": path,
+        "partitionValues": {},
+        "size": size,
+        "modificationTime": 1,
+        "dataChange": True,
+    }
+
+
 def test_a_conflict_aborts_every_table(spark: Any, catalog: Catalog) -> None:
     spark.sql("INSERT INTO ledger VALUES (1, 10), (2, 20)")
     before = _versions(catalog)
@@ -198,3 +250,100 @@ def test_a_stream_beside_an_aborted_transaction_loses_nothing(
         assert _rows(spark, "SELECT * FROM ledger") == []
     finally:
         spark.sql("DROP TABLE IF EXISTS events")
+
+
+ACCOUNTS, OPENING = 4, 100
+
+
+def _balances(catalog: Catalog, snapshots: dict[str, Any]) -> dict[tuple[str, int], int]:
+    out = {}
+    for name, snapshot in snapshots.items():
+        for path in snapshot.files.column("path").to_pylist():
+            row = pq.read_table(f"{snapshot.table_root}/{path}").to_pylist()[0]
+            out[(name, row["account"])] = row["balance"]
+    return out
+
+
+def _start_worker(catalog_url: str, tmp_path: Path, seed: int) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [
+            sys.executable,
+            str(Path(__file__).parent / "transfer_worker.py"),
+            catalog_url,
+            str(tmp_path / "warehouse"),
+            str(seed),
+            str(tmp_path / "intents.jsonl"),
+        ],
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(Path(delta_pyspark.__file__).parent.parent)},
+    )
+
+
+@pytest.mark.long  # a stress run with kills, on both catalogs: CI's second step
+def test_transfers_keep_the_sum_in_every_read(spark: Any, catalog: Catalog, tmp_path: Path) -> None:
+    """Worker processes move amounts between accounts of two tables in multi-statement
+    transactions and are SIGKILLed at random; every read through the catalog and every
+    Spark query over both tables sees the opening total, and replaying the committed
+    transactions serially gives the final balances."""
+    for name in ("checking", "savings"):
+        spark.sql(f"CREATE TABLE {name} (account BIGINT, balance BIGINT) USING delta {MANAGED}")
+    try:
+        with catalog.transaction() as opening:
+            for name in ("checking", "savings"):
+                root = catalog.table(name).location
+                files = [transfer_worker.account_file(root, a, OPENING) for a in range(ACCOUNTS)]
+                opening.table(name).add_files(files)  # type: ignore[arg-type]
+        total = 2 * ACCOUNTS * OPENING
+        rng = random.Random(7)
+        workers = [_start_worker(catalog.backend.url, tmp_path, seed) for seed in range(3)]
+        killed = 0
+        try:
+            for round_ in range(16):
+                snapshots = catalog.snapshots(["checking", "savings"])
+                assert sum(_balances(catalog, snapshots).values()) == total
+                both = spark.sql(
+                    "SELECT (SELECT sum(balance) FROM checking) + (SELECT sum(balance) FROM "
+                    "savings) AS total"
+                ).first()
+                assert both is not None and both.total == total
+                if round_ % 4 == 3:  # a worker dies mid-flight; another takes its place
+                    victim = workers.pop(rng.randrange(len(workers)))
+                    time.sleep(rng.random())
+                    victim.send_signal(signal.SIGKILL)
+                    assert victim.wait() == -signal.SIGKILL, victim.stderr.read()  # type: ignore[union-attr]
+                    killed += 1
+                    workers.append(_start_worker(catalog.backend.url, tmp_path, 100 + killed))
+        finally:
+            for w in workers:
+                w.kill()
+                w.wait()
+        for w in workers:
+            assert w.returncode == -signal.SIGKILL, w.stderr.read()  # type: ignore[union-attr]
+        # the log's order of the committed transactions, per table; one serial order for both
+        order = {
+            name: [
+                r.commit_info["operationParameters"]["multiTableTransaction"]
+                for r in catalog.delta_log(name).commit_records(2)
+            ]
+            for name in ("checking", "savings")
+        }
+        assert order["checking"] == order["savings"]  # every transaction wrote both
+        assert len(order["checking"]) > 10, "too few transactions committed to test anything"
+        intents = {}
+        for line in (tmp_path / "intents.jsonl").read_text().splitlines():
+            if line.endswith("}"):  # a killed worker may leave half a line
+                intent = json.loads(line)
+                intents[intent["tx"]] = intent["moves"]
+        replay = {(n, a): OPENING for n in ("checking", "savings") for a in range(ACCOUNTS)}
+        for tx_id in order["checking"]:
+            for name, account, delta in intents[tx_id]:
+                replay[(name, account)] += delta
+        final = catalog.snapshots(["checking", "savings"])
+        assert _balances(catalog, final) == replay
+        rows = spark.sql("SELECT account, balance FROM checking").collect()
+        assert {("checking", r.account): r.balance for r in rows} == {
+            k: v for k, v in replay.items() if k[0] == "checking"
+        }
+    finally:
+        for name in ("checking", "savings"):
+            spark.sql(f"DROP TABLE IF EXISTS {name}")

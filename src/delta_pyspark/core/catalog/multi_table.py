@@ -36,6 +36,7 @@ from contextlib import contextmanager
 from types import TracebackType
 from typing import Any
 
+from delta_pyspark.core.catalog.catalog_state import CatalogState
 from delta_pyspark.core.catalog.database import CommitConflictError, Ratification
 from delta_pyspark.core.catalog.managed_tables import Catalog, CatalogCommitter
 from delta_pyspark.core.changes.change_data import cdf_enabled
@@ -72,9 +73,7 @@ class MultiTableTransaction:
         self.others_alone = others_alone
         self.id = str(uuid.uuid4())
         self._on_step = on_step
-        self._state: dict[str, int] | None = None  # table id -> version, at the first read
-        self._logs: dict[str, DeltaLog] = {}
-        self._bases: dict[str, Snapshot] = {}
+        self._state = CatalogState(catalog)  # what the transaction read its tables at
         self._txns: dict[str, Transaction] = {}  # handed out by ``tables``
         self._statements: dict[str, list[Transaction]] = {}  # collected, prepared
         self._operations: dict[str, list[str]] = {}  # the statements' operations
@@ -87,24 +86,10 @@ class MultiTableTransaction:
     # ------------------------------------------------------------ reading
 
     def _committer(self, lg: DeltaLog) -> CatalogCommitter | None:
-        c = lg.coordinator
-        return c if isinstance(c, CatalogCommitter) and c.backend is self.catalog.backend else None
+        return self._state.committer(lg)
 
     def _base(self, name: str, lg: DeltaLog | None = None) -> Snapshot:
-        """``name`` at the transaction's catalog state (taken now if this is the first read)."""
-        if name not in self._bases:
-            committer = self.catalog.committer(name) if lg is None else self._committer(lg)
-            assert committer is not None
-            if lg is None:
-                lg = DeltaLog(committer.entry.location, committer.store, committer)
-            if self._state is None:
-                ids = [e.table_id for e in self.catalog.tables() if e.catalog_managed]
-                self._state = self.catalog.backend.latest_versions(ids)
-            if committer.table_id not in self._state:  # created since: its state now
-                self._state |= self.catalog.backend.latest_versions([committer.table_id])
-            self._logs[name] = lg
-            self._bases[name] = lg.snapshot(self._state[committer.table_id])
-        return self._bases[name]
+        return self._state.snapshot(name, lg)
 
     def view(self, lg: DeltaLog) -> Snapshot | None:
         """The table of ``lg`` as the transaction reads it (None: not this catalog's)."""
@@ -122,12 +107,9 @@ class MultiTableTransaction:
         """Transactions of ``names`` on the transaction's catalog state, to fill and commit."""
         for name in names:
             if name not in self._txns:
-                self._txns[name] = Transaction(self._logs_of(name), self._base(name))
+                base = self._base(name)
+                self._txns[name] = Transaction(self._state.logs[name], base)
         return [self._txns[n] for n in names]
-
-    def _logs_of(self, name: str) -> DeltaLog:
-        self._base(name)
-        return self._logs[name]
 
     def table(self, name: str) -> Transaction:
         return self.tables(name)[0]
@@ -178,7 +160,7 @@ class MultiTableTransaction:
         self._operations.setdefault(name, []).append(operation)
         combined = self._combined(name)
         pending = parse_actions(combined.next_attempt(), f"{name}: the pending commit")
-        self._views[name] = txn.log.with_pending(self._bases[name], pending)
+        self._views[name] = txn.log.with_pending(self._base(name), pending)
         return self._views[name]
 
     def _combined(
@@ -195,8 +177,8 @@ class MultiTableTransaction:
             operations.append(operation)
         if len(parts) == 1:
             return parts[0]
-        base = self._bases[name]
-        combined = Transaction(self._logs[name], base)
+        base = self._base(name)
+        combined = Transaction(self._state.logs[name], base)
         base_paths = set(base.files.column("path").to_pylist())
         for part in parts:
             combined.absorb(part, base_paths)
@@ -225,7 +207,7 @@ class MultiTableTransaction:
         self._ratified = not (self._statements or self._txns)
         names = sorted(
             {*self._statements, *self._txns},
-            key=lambda n: self._committer(self._logs[n]).table_id,  # type: ignore[union-attr]
+            key=lambda n: self._committer(self._state.logs[n]).table_id,  # type: ignore[union-attr]
         )
         params = {"multiTableTransaction": self.id, "tables": sorted(names), **(parameters or {})}
         finals = {name: self._combined(name, operation, params) for name in names}
@@ -267,12 +249,12 @@ class MultiTableTransaction:
         """Delete the data files a statement wrote and a later one replaced: no committed
         version names them."""
         for name, statements in self._statements.items():
-            base = self._bases[name]
+            base, store = self._base(name), self._state.logs[name].store
             kept = {a["path"] for a in finals[name].added_files}
             kept |= set(base.files.column("path").to_pylist())
             for add in (a for s in statements for a in s.added_files):
                 if add["path"] not in kept:
-                    self._logs[name].store.delete(data_file_path(base.table_root, add["path"]))
+                    store.delete(data_file_path(base.table_root, add["path"]))
 
     def rollback(self) -> None:
         """Forget every statement; delete the data and deletion-vector files they wrote
@@ -283,10 +265,10 @@ class MultiTableTransaction:
         if self._outcome_unknown:
             return
         for name, statements in self._statements.items():
-            base = self._bases[name]
+            base = self._base(name)
             paths = set(base.files.column("path").to_pylist())
             keys = set(file_keys(base.files).to_pylist())
-            root, store = base.table_root, self._logs[name].store
+            root, store = base.table_root, self._state.logs[name].store
             for add in (a for s in statements for a in s.added_files):
                 if add["path"] not in paths:
                     store.delete(data_file_path(root, add["path"]))

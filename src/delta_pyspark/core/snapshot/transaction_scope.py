@@ -23,7 +23,6 @@ from delta_pyspark.exceptions import DeltaUnsupportedOperationException
 if TYPE_CHECKING:
     from delta_pyspark.core.snapshot.delta_log import DeltaLog
     from delta_pyspark.core.snapshot.snapshot import Snapshot
-    from delta_pyspark.core.transaction.optimistic_transaction import Transaction
 
 
 class OpenTransaction(Protocol):
@@ -36,7 +35,7 @@ class OpenTransaction(Protocol):
 
     def collect(
         self,
-        txn: Transaction,
+        txn: Any,  # a ``Transaction`` (of the package above this one)
         operation: str,
         parameters: Mapping[str, Any] | None,
         metrics: Mapping[str, Any] | None,

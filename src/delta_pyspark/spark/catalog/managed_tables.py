@@ -25,16 +25,19 @@ OPTIMIZE and REORG run only when the catalog permits them
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
+from delta_pyspark.core.catalog.catalog_state import CatalogState
 from delta_pyspark.core.catalog.managed_tables import Catalog
 from delta_pyspark.core.catalog.multi_table import MultiTableTransaction
 from delta_pyspark.core.protocol.schema import StructType, schema_to_string
 from delta_pyspark.core.protocol.table_properties import validate_properties
 from delta_pyspark.core.snapshot import transaction_scope
-from delta_pyspark.core.snapshot.delta_log import set_coordinator_resolver
+from delta_pyspark.core.snapshot.delta_log import DeltaLog, set_coordinator_resolver
+from delta_pyspark.core.snapshot.snapshot import Snapshot
 from delta_pyspark.exceptions import DeltaAnalysisException
 from delta_pyspark.spark.catalog.session_catalog import lookup, register
 from delta_pyspark.spark.conf import (
@@ -53,9 +56,13 @@ CATALOG_MANAGED_PROPERTY = "delta.feature.catalogManaged"
 # a streaming query's thread.
 TRANSACTION_PROPERTY = "delta_pyspark.transaction"
 STREAM_QUERY_PROPERTY = "sql.streaming.queryId"
+EXECUTION_PROPERTY = "spark.sql.execution.id"  # Spark's, on the threads of a query's execution
 
 _lock = threading.Lock()
 _attached: dict[str, Catalog] = {}  # the process's catalog, by URL (at most one)
+# The catalog state each recent query execution reads the catalog's tables at.
+_executions: OrderedDict[str, CatalogState] = OrderedDict()
+_EXECUTIONS_KEPT = 4
 
 
 def use_catalog(
@@ -70,6 +77,7 @@ def use_catalog(
         for old in _attached.values():
             old.close()
         _attached.clear()
+        _executions.clear()
         if url is None:
             set_coordinator_resolver(None)
             transaction_scope.set_probe(None)
@@ -155,6 +163,25 @@ def finish(spark: SparkSession, commit: bool) -> None:
         raise DeltaAnalysisException(f"{word}: no transaction is open (BEGIN TRANSACTION first)")
     spark.sparkContext.setLocalProperty(TRANSACTION_PROPERTY, None)  # type: ignore[arg-type]
     tx.finish(commit)
+
+
+def execution_snapshot(log: DeltaLog) -> Snapshot | None:
+    """``log``'s table as the running query execution reads the attached catalog's tables:
+    all at one catalog state, taken at the first of its scans to list files, so a query over
+    several tables sees a multi-table commit wholly or not at all. None when ``log`` is not
+    a catalog-managed table, no execution is running, or a transaction decides the reads."""
+    catalog = attached()
+    if catalog is None or log.coordinator is None or transaction_scope.current() is not None:
+        return None
+    (execution,) = thread_properties(EXECUTION_PROPERTY)
+    if execution is None:
+        return None
+    with _lock:
+        state = _executions.pop(execution, None) or CatalogState(catalog)
+        _executions[execution] = state
+        while len(_executions) > _EXECUTIONS_KEPT:
+            _executions.popitem(last=False)
+    return state.view(log)
 
 
 def _transaction_of_thread() -> str | None:
@@ -243,6 +270,7 @@ __all__ = [
     "begin",
     "create_catalog_table",
     "drop_catalog_table",
+    "execution_snapshot",
     "finish",
     "sync_catalog",
     "transaction",

@@ -70,6 +70,7 @@ from delta_pyspark.exceptions import (
     DeltaSchemaChangedError,
     DeltaTableNotFoundError,
 )
+from delta_pyspark.spark.catalog.managed_tables import execution_snapshot
 from delta_pyspark.spark.commands.write_command import WriteRequest, write_delta
 from delta_pyspark.spark.files.scan import DeltaFileNotFoundError, ScanReport, even_split_bytes
 from delta_pyspark.spark.jvm.bridge import (
@@ -187,7 +188,8 @@ class DeltaTables:
     def _snapshot(self, root: str, version: int | None) -> Snapshot:
         with self._lock:
             if version is None:
-                return DeltaLog.for_table(root).snapshot()
+                log = DeltaLog.for_table(root)
+                return execution_snapshot(log) or log.snapshot()
             key = (root, version)
             snapshot = self._pinned.pop(key, None) or DeltaLog(root).snapshot(version)
             self._pinned[key] = snapshot
