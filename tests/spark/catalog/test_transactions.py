@@ -183,6 +183,7 @@ def _add(path: str, size: int) -> Any:
     }
 
 
+@pytest.mark.long  # CI's second step: the quick run keeps the cases above
 def test_a_conflict_aborts_every_table(spark: Any, catalog: Catalog) -> None:
     spark.sql("INSERT INTO ledger VALUES (1, 10), (2, 20)")
     before = _versions(catalog)
@@ -198,6 +199,7 @@ def test_a_conflict_aborts_every_table(spark: Any, catalog: Catalog) -> None:
     assert _data_files(catalog, "audit") == files["audit"]  # the staged rows are gone
 
 
+@pytest.mark.long  # CI's second step: the quick run keeps the cases above
 def test_other_tables_are_refused_unless_allowed_alone(
     spark: Any, catalog: Catalog, tmp_path: Path
 ) -> None:
@@ -216,6 +218,7 @@ def test_other_tables_are_refused_unless_allowed_alone(
     assert _rows(spark, "SELECT * FROM audit") == [(1,)]
 
 
+@pytest.mark.long  # CI's second step: the quick run keeps the cases above
 def test_a_stream_beside_an_aborted_transaction_loses_nothing(
     spark: Any, catalog: Catalog, tmp_path: Path
 ) -> None:
