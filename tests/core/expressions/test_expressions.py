@@ -230,13 +230,13 @@ _exprs = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(_exprs)
 def test_to_sql_round_trips(expr: object) -> None:
     assert parse_predicate(to_sql(expr)) == expr  # type: ignore[arg-type]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.text(max_size=40))
 def test_parse_never_raises(text: str) -> None:
     parse_predicate(text)

@@ -289,7 +289,7 @@ def commit_text(draw: st.DrawFn) -> bytes:
     return b"\n".join(lines) + draw(st.sampled_from([b"\n", b"", b"\r\n"]))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.lists(commit_text(), min_size=1, max_size=6))
 def test_columnar_parse_matches_parse_actions(commits: list[bytes]) -> None:
     assert_same(commits)

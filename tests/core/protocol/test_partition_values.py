@@ -135,7 +135,7 @@ def expected_back(value: Any, dtype: DataType) -> Any:
 # -------------------------------------------------------------- scalar round trip
 
 
-@settings(max_examples=1500)
+@settings(max_examples=500)
 @given(NULLABLE_CASES)
 def test_serialize_parse_round_trip(case: tuple[Any, DataType]) -> None:
     value, dtype = case
@@ -298,7 +298,7 @@ def _vector(texts: list[str | None], dtype: DataType) -> Any:
         return CorruptLogError
 
 
-@settings(max_examples=500)
+@settings(max_examples=200)
 @given(st.data())
 def test_vectorised_equals_scalar_on_serialized_values(data: st.DataObject) -> None:
     dtype = data.draw(_types)
@@ -325,7 +325,7 @@ _fuzz_text = st.one_of(
 
 
 @pytest.mark.long  # slow: CI's second step
-@settings(max_examples=1500)
+@settings(max_examples=500)
 @given(st.sampled_from(_FUZZ_TYPES), _fuzz_text)
 def test_vectorised_equals_scalar_on_any_text(dtype: DataType, text: str) -> None:
     scalar = _scalar(text, dtype)

@@ -442,7 +442,7 @@ def _types(metadata: bool) -> st.SearchStrategy[DataType]:
 
 
 @pytest.mark.filterwarnings("ignore:Generating overly large repr")
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
 @given(_structs(_types(metadata=True), metadata=True))
 def test_schema_json_round_trip(schema: StructType) -> None:
     text = schema_to_string(schema)
@@ -451,7 +451,7 @@ def test_schema_json_round_trip(schema: StructType) -> None:
 
 
 @pytest.mark.filterwarnings("ignore:Generating overly large repr")
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, suppress_health_check=[HealthCheck.too_slow])
 @given(_structs(_types(metadata=False), metadata=False))
 def test_schema_arrow_round_trip(schema: StructType) -> None:
     assert from_arrow_schema(to_arrow_schema(schema)) == schema

@@ -128,6 +128,7 @@ def test_sql_begin_commit_and_rollback(spark: Any, catalog: Catalog) -> None:
         spark.sql("COMMIT")
 
 
+@pytest.mark.long  # CI's second step: the quick run keeps the cases above
 def test_a_transaction_reads_one_catalog_state(spark: Any, catalog: Catalog) -> None:
     spark.sql("INSERT INTO ledger VALUES (1, 10)")
     with delta_pyspark.transaction(spark):
@@ -181,6 +182,39 @@ def _add(path: str, size: int) -> Any:
         "modificationTime": 1,
         "dataChange": True,
     }
+
+
+@pytest.mark.long  # CI's second step: the quick run keeps the cases above
+def test_deletion_vectors_on_the_transactions_own_files(spark: Any, catalog: Catalog) -> None:
+    """A DELETE marks rows of a file the same transaction wrote: the one commit adds that
+    file with its vector and removes nothing; a rollback deletes the file and the vector."""
+    spark.sql(
+        "CREATE TABLE dv (id BIGINT) USING delta TBLPROPERTIES ("
+        "'delta.feature.catalogManaged' = 'supported', 'delta.enableDeletionVectors' = 'true')"
+    )
+    try:
+        location = Path(catalog.table("dv").location)
+        spark.sql("INSERT INTO dv VALUES (0)")
+        with delta_pyspark.transaction(spark):
+            spark.range(1, 4).coalesce(1).write.format("delta").mode("append").saveAsTable("dv")
+            spark.sql("DELETE FROM dv WHERE id = 2")
+            assert _rows(spark, "SELECT id FROM dv") == [(0,), (1,), (3,)]
+        assert _rows(spark, "SELECT id FROM dv") == [(0,), (1,), (3,)]
+        version = catalog.snapshot("dv").version
+        (commit,) = [c for v, c in catalog.delta_log("dv").commits(version) if v == version]
+        assert commit.removes == []
+        (added,) = commit.adds
+        assert added["deletionVector"]["cardinality"] == 1
+        # the same statements rolled back: no file of theirs stays
+        files = {p.name for p in location.iterdir() if p.is_file()}
+        with pytest.raises(RuntimeError), delta_pyspark.transaction(spark):
+            spark.range(5, 8).coalesce(1).write.format("delta").mode("append").saveAsTable("dv")
+            spark.sql("DELETE FROM dv WHERE id = 6")
+            assert _rows(spark, "SELECT id FROM dv") == [(0,), (1,), (3,), (5,), (7,)]
+            raise RuntimeError("roll back")
+        assert {p.name for p in location.iterdir() if p.is_file()} == files
+    finally:
+        spark.sql("DROP TABLE IF EXISTS dv")
 
 
 @pytest.mark.long  # CI's second step: the quick run keeps the cases above
