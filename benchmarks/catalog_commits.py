@@ -33,7 +33,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -80,6 +80,22 @@ def _writer(kind: str, target: str, warehouse: str, writer: int, commits: int, g
     return retries
 
 
+def _race(
+    writers: int, work: Callable[..., int], arguments: Callable[[int], tuple[Any, ...]]
+) -> tuple[int, float]:
+    """Run ``work(*arguments(w), go)`` in ``writers`` spawned processes, released together
+    once all have started; the sum of their results and the seconds from release to the end."""
+    ctx = mp.get_context("spawn")
+    go = ctx.Manager().Event()
+    with ctx.Pool(writers) as pool:
+        pending = [pool.apply_async(work, (*arguments(w), go)) for w in range(writers)]
+        time.sleep(1.0)  # let every writer import and connect
+        start = time.perf_counter()
+        go.set()
+        total = sum(p.get() for p in pending)
+        return total, time.perf_counter() - start
+
+
 def _transaction_writer(url: str, warehouse: str, writer: int, n: int, go: Any) -> int:
     """N multi-statement transactions (retried on a conflict); returns the retries."""
     from delta_pyspark.core.catalog.managed_tables import Catalog
@@ -110,18 +126,7 @@ def _transactions(kind: str, url: str, warehouse: str, writers: int, n: int) -> 
     with Catalog.open(url, warehouse=warehouse) as catalog:
         for name in ("m0", "m1"):
             catalog.create_table(name, SCHEMA, configuration=CONFIGURATION)
-    ctx = mp.get_context("spawn")
-    go = ctx.Manager().Event()
-    with ctx.Pool(writers) as pool:
-        pending = [
-            pool.apply_async(_transaction_writer, (url, warehouse, w, n, go))
-            for w in range(writers)
-        ]
-        time.sleep(1.0)  # let every writer import and connect
-        start = time.perf_counter()
-        go.set()
-        retries = sum(p.get() for p in pending)
-        elapsed = time.perf_counter() - start
+    retries, elapsed = _race(writers, _transaction_writer, lambda w: (url, warehouse, w, n))
     with Catalog.open(url, warehouse=warehouse) as catalog:
         files = {n: len(s.files) for n, s in catalog.snapshots(["m0", "m1"]).items()}
     total = writers * n
@@ -153,19 +158,8 @@ def _setup(kind: str, target: str, warehouse: str) -> str:
 def _throughput(
     kind: str, target: str, warehouse: str, writers: int, commits: int
 ) -> dict[str, Any]:
-    ctx = mp.get_context("spawn")
-    go = ctx.Manager().Event()
     root = _setup(kind, target, warehouse)
-    with ctx.Pool(writers) as pool:
-        pending = [
-            pool.apply_async(_writer, (kind, target, warehouse, w, commits, go))
-            for w in range(writers)
-        ]
-        time.sleep(1.0)  # let every writer import and connect
-        start = time.perf_counter()
-        go.set()
-        retries = sum(p.get() for p in pending)
-        elapsed = time.perf_counter() - start
+    retries, elapsed = _race(writers, _writer, lambda w: (kind, target, warehouse, w, commits))
     from delta_pyspark.core.catalog.managed_tables import Catalog
     from delta_pyspark.core.snapshot.delta_log import DeltaLog
 
