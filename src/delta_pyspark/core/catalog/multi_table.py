@@ -74,6 +74,7 @@ class MultiTableTransaction:
         self.id = str(uuid.uuid4())
         self._on_step = on_step
         self._state = CatalogState(catalog)  # what the transaction read its tables at
+        self._paths: dict[str, set[str]] = {}
         self._txns: dict[str, Transaction] = {}  # handed out by ``tables``
         self._statements: dict[str, list[Transaction]] = {}  # collected, prepared
         self._operations: dict[str, list[str]] = {}  # the statements' operations
@@ -90,6 +91,12 @@ class MultiTableTransaction:
 
     def _base(self, name: str, lg: DeltaLog | None = None) -> Snapshot:
         return self._state.snapshot(name, lg)
+
+    def _base_paths(self, name: str) -> set[str]:
+        """The paths of the files ``name`` had at the transaction's state (built once)."""
+        if name not in self._paths:
+            self._paths[name] = set(self._base(name).files.column("path").to_pylist())
+        return self._paths[name]
 
     def view(self, lg: DeltaLog) -> Snapshot | None:
         """The table of ``lg`` as the transaction reads it (None: not this catalog's)."""
@@ -179,9 +186,8 @@ class MultiTableTransaction:
             return parts[0]
         base = self._base(name)
         combined = Transaction(self._state.logs[name], base)
-        base_paths = set(base.files.column("path").to_pylist())
         for part in parts:
-            combined.absorb(part, base_paths)
+            combined.absorb(part, self._base_paths(name))
         combined.prepare_commit(
             COMBINED_OPERATION,
             {**(parameters or {}), "statements": json.dumps(operations, separators=(",", ":"))},
@@ -250,8 +256,7 @@ class MultiTableTransaction:
         version names them."""
         for name, statements in self._statements.items():
             base, store = self._base(name), self._state.logs[name].store
-            kept = {a["path"] for a in finals[name].added_files}
-            kept |= set(base.files.column("path").to_pylist())
+            kept = {a["path"] for a in finals[name].added_files} | self._base_paths(name)
             for add in (a for s in statements for a in s.added_files):
                 if add["path"] not in kept:
                     store.delete(data_file_path(base.table_root, add["path"]))
@@ -266,7 +271,7 @@ class MultiTableTransaction:
             return
         for name, statements in self._statements.items():
             base = self._base(name)
-            paths = set(base.files.column("path").to_pylist())
+            paths = self._base_paths(name)
             keys = set(file_keys(base.files).to_pylist())
             root, store = base.table_root, self._state.logs[name].store
             for add in (a for s in statements for a in s.added_files):
