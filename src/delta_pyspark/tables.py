@@ -129,15 +129,6 @@ class DeltaTable:
         df = load_table(self._spark, self._path, {})
         return df.alias(self._alias) if self._alias else df
 
-    def toDFWithRowTracking(self) -> DataFrame:
-        """``toDF()`` plus delta-spark's ``_metadata`` struct of ``row_id`` and
-        ``row_commit_version`` (stable values; row tracking must be enabled), which Spark's
-        own ``_metadata`` column cannot carry through this package's scan."""
-        from delta_pyspark.spark.columns.row_tracking import read_with_row_tracking
-
-        df = read_with_row_tracking(self._spark, self._snapshot())
-        return df.alias(self._alias) if self._alias else df
-
     def alias(self, aliasName: str) -> DeltaTable:
         args.check_str(aliasName, "aliasName")
         return DeltaTable(self._spark, self._path, aliasName)

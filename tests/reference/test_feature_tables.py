@@ -355,12 +355,6 @@ def test_same_detail(written: Callable[[str], Written], feature: str) -> None:
     assert detail_summary(tables.detail["ours"]) == detail_summary(tables.detail["theirs"])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="disagreement: delta-pyspark's reads have no _metadata.row_id / "
-    "_metadata.row_commit_version (FIELD_NOT_FOUND); delta-spark reads them on a table with "
-    "row tracking (ours offers DeltaTable.toDFWithRowTracking instead)",
-)
 def test_row_tracking_metadata_columns(
     spark: Any, reference: ReferenceRunner, written: Callable[[str], Written]
 ) -> None:

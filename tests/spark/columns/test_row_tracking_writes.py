@@ -15,9 +15,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from deltalake.exceptions import CommitFailedError
+from pyspark.errors import AnalysisException
 
 from delta_pyspark.core.snapshot.delta_log import DeltaLog
-from delta_pyspark.exceptions import DeltaAnalysisException
 from delta_pyspark.tables import DeltaTable
 
 pytestmark = pytest.mark.spark
@@ -43,8 +43,8 @@ def _mark(path: str, version: int) -> int | None:
 
 
 def _ids(spark: Any, path: str) -> dict[int, tuple[int, int, str]]:
-    """id -> (row id, row commit version, value), read through the row tracking API."""
-    df = DeltaTable.forPath(spark, path).toDFWithRowTracking()
+    """id -> (row id, row commit version, value), read as ``_metadata`` fields."""
+    df = spark.read.format("delta").load(path)
     rows = df.select("id", "v", "_metadata.row_id", "_metadata.row_commit_version").collect()
     return {r["id"]: (r["row_id"], r["row_commit_version"], r["v"]) for r in rows}
 
@@ -82,9 +82,8 @@ def test_appends_assign_contiguous_ranges(spark: Any, tmp_path: Path) -> None:
 def test_enabling_later_backfills(spark: Any, tmp_path: Path) -> None:
     path = str(tmp_path / "t")
     spark.range(10).selectExpr("id", "'a' AS v").write.format("delta").save(path)
-    table = DeltaTable.forPath(spark, path)
-    with pytest.raises(DeltaAnalysisException, match="row tracking is not enabled"):
-        table.toDFWithRowTracking()
+    with pytest.raises(AnalysisException, match=r"FIELD_NOT_FOUND.*`row_id`"):
+        _ids(spark, path)  # as delta-spark: no row ids before row tracking is enabled
     spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES (delta.enableRowTracking = true)")
     readds = _adds(path, 1)
     assert readds and all(a["dataChange"] is False for a in readds)

@@ -8,6 +8,8 @@ row tracking enabled (OPTIMIZE, copy-on-write UPDATE and DELETE) read the rows t
 ``read_preserving``, which fills the materialized columns with those stable values, and
 write the columns back: moved rows keep their ids and versions. UPDATE then clears the
 version of the rows it changes (``preserved_columns``), so they take the new commit's.
+Users read the same stable values as delta-spark's ``_metadata.row_id`` and
+``_metadata.row_commit_version`` (the JVM helper's ``RowTrackingIds``).
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ import pyarrow as pa
 
 from delta_pyspark.core.snapshot.snapshot import Snapshot
 from delta_pyspark.core.transaction.row_tracking import is_enabled, materialized_column_names
-from delta_pyspark.exceptions import DeltaAnalysisException
 from delta_pyspark.spark.files.scan import FILE_PATH, ROW_INDEX, file_uris, read_files
 
 if TYPE_CHECKING:
@@ -26,10 +27,6 @@ if TYPE_CHECKING:
 
 _BASE_ROW_ID = "__delta_base_row_id"
 _DEFAULT_VERSION = "__delta_default_row_commit_version"
-# The fields of delta-spark's ``_metadata`` column that carry the stable values.
-ROW_ID = "row_id"
-ROW_COMMIT_VERSION = "row_commit_version"
-METADATA = "_metadata"
 
 
 def preserves(snapshot: Snapshot) -> bool:
@@ -93,23 +90,3 @@ def preserved_columns(snapshot: Snapshot, changed: Column | None = None) -> list
     if changed is not None:
         version = F.when(changed, F.lit(None).cast("long")).otherwise(version)
     return [F.col(f"`{id_col}`"), version.alias(version_col)]
-
-
-def read_with_row_tracking(spark: SparkSession, snapshot: Snapshot) -> DataFrame:
-    """The table's rows with delta-spark's ``_metadata.row_id`` and
-    ``_metadata.row_commit_version`` (a struct column ``_metadata``)."""
-    if not preserves(snapshot):
-        raise DeltaAnalysisException(
-            f"row tracking is not enabled on table {snapshot.table_root}: set the table "
-            "property delta.enableRowTracking = true to read row ids"
-        )
-    from pyspark.sql import functions as F
-
-    id_col, version_col = materialized_column_names(snapshot.metadata, snapshot.table_root)
-    df = read_preserving(spark, snapshot, snapshot.files)
-    metadata = F.struct(
-        F.col(f"`{id_col}`").alias(ROW_ID), F.col(f"`{version_col}`").alias(ROW_COMMIT_VERSION)
-    )
-    return df.select(
-        *[F.col(f"`{f.name}`") for f in snapshot.schema.fields], metadata.alias(METADATA)
-    )

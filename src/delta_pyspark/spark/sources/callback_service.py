@@ -63,6 +63,7 @@ from delta_pyspark.core.snapshot.snapshot import Snapshot
 from delta_pyspark.core.snapshot.time_travel import parse_timestamp_ms, split_path_suffix
 from delta_pyspark.core.storage.locations import to_local_path
 from delta_pyspark.core.storage.log_store import log_store_for, table_root_of
+from delta_pyspark.core.transaction import row_tracking
 from delta_pyspark.exceptions import (
     DeltaIllegalArgumentException,
     DeltaPathNotFoundError,
@@ -150,6 +151,7 @@ class _Relation:
     report: ScanReport | None = None
     fixed: pa.Table | None = None  # a micro-batch's files (no listing of a snapshot)
     extra: tuple[str, ...] = ()  # partition columns besides the table's (change data)
+    row_tracking: bool = False  # its files are listed with their row tracking constants
 
 
 class DeltaTables:
@@ -227,6 +229,11 @@ class DeltaTables:
             parts = snapshot.partition_columns
             table_id = str(next(self._ids))
             vectors = _supports_vectors(snapshot) or (fixed is not None and _has_vectors(fixed))
+            row_ids = None
+            if fixed is None and row_tracking.is_enabled(snapshot.protocol, snapshot.metadata):
+                row_ids = row_tracking.materialized_column_names(
+                    snapshot.metadata, snapshot.table_root
+                )
             self._relations[table_id] = _Relation(
                 snapshot.table_root,
                 snapshot.version if pinned else None,
@@ -234,9 +241,10 @@ class DeltaTables:
                 parts,
                 vectors,
                 fixed=fixed,
+                row_tracking=row_ids is not None,
             )
             part_schema = StructType(tuple(schema.field(c) for c in parts))
-            return _opened(table_id, snapshot, schema, part_schema, vectors, physical)
+            return _opened(table_id, snapshot, schema, part_schema, vectors, physical, row_ids)
         except Exception as e:  # answered as text: the JVM raises it as an AnalysisException
             return answer_error(e)
 
@@ -260,7 +268,8 @@ class DeltaTables:
             if packing:
                 limit, open_cost, slots = map(int, packing.split(","))
                 split = even_split_bytes(files.column("size"), limit, open_cost, slots)
-            return f"O{split or ''}\0".encode() + _encode(snapshot, files, relation.extra)
+            head = f"O{split or ''}\0{'r' if relation.row_tracking else ''}\0".encode()
+            return head + _encode(snapshot, files, relation.extra, relation.row_tracking)
         except Exception as e:
             return answer_error(e).encode()
 
@@ -371,9 +380,11 @@ def _opened(
     part_schema: StructType,
     vectors: bool,
     physical: dict[str, Any] | None,
+    row_ids: tuple[str, str] | None = None,
 ) -> str:
     """``open``'s answer (see ``DeltaTables.java``); ``physical``: the physical schema
-    under column mapping."""
+    under column mapping; ``row_ids``: the materialized row tracking columns, when the
+    relation's ``_metadata`` carries row ids."""
     return "O" + "\0".join(
         [
             table_id,
@@ -384,6 +395,7 @@ def _opened(
             "dv" if vectors else "",
             json.dumps(physical) if physical else "",
             "rows" if needs_row_reader(schema) else "",
+            *(row_ids or ("", "")),
         ]
     )
 
@@ -414,9 +426,12 @@ def _check_compatible(relation: _Relation, now: Snapshot) -> None:
         )
 
 
-def _encode(snapshot: Snapshot, files: pa.Table, extra: tuple[str, ...] = ()) -> bytes:
+def _encode(
+    snapshot: Snapshot, files: pa.Table, extra: tuple[str, ...] = (), row_ids: bool = False
+) -> bytes:
     """``files`` as ``DeltaFileIndex`` parses them, files of one partition adjacent;
-    ``extra``: partition columns besides the table's (their values are in the files')."""
+    ``extra``: partition columns besides the table's (their values are in the files');
+    ``row_ids``: each file with its base row id and default row commit version."""
     root = snapshot.table_root
     mode = column_mapping_mode(snapshot.configuration)
     parts = [physical_name(snapshot.schema.field(c), mode) for c in snapshot.partition_columns]
@@ -441,12 +456,27 @@ def _encode(snapshot: Snapshot, files: pa.Table, extra: tuple[str, ...] = ()) ->
         ]
     else:
         values = [()] * len(paths)
-    rows = zip(values, paths, sizes, mtimes, vectors, strict=True)
+    if row_ids:
+        constants = [
+            f"{_text(base)}\0{_text(version)}\0"
+            for base, version in zip(
+                files.column("baseRowId").to_pylist(),
+                files.column("defaultRowCommitVersion").to_pylist(),
+                strict=True,
+            )
+        ]
+    else:
+        constants = [""] * len(paths)
+    rows = zip(values, paths, sizes, mtimes, vectors, constants, strict=True)
     out = []
-    for pv, path, size, mtime, vector in sorted(rows) if parts else rows:
-        out.append(f"{data_file_path(root, path)}\0{size}\0{mtime}\0{vector}\0")
+    for pv, path, size, mtime, vector, constant in sorted(rows) if parts else rows:
+        out.append(f"{data_file_path(root, path)}\0{size}\0{mtime}\0{vector}\0{constant}")
         out.extend(f"{v}\0" for v in pv)
     return "".join(out).encode()
+
+
+def _text(value: int | None) -> str:
+    return "" if value is None else str(value)
 
 
 TABLES = DeltaTables()

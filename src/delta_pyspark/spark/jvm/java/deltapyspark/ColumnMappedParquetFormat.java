@@ -1,7 +1,6 @@
 package deltapyspark;
 
 import org.apache.spark.sql.SparkSession;
-import org.apache.spark.sql.execution.datasources.parquet.ParquetFileFormat;
 import org.apache.spark.sql.types.StructType;
 import scala.Function1;
 
@@ -11,12 +10,13 @@ import scala.Function1;
  * the Parquet reader (they name logical columns); Spark applies them above the scan, and the
  * log's statistics have already skipped whole files.
  */
-public final class ColumnMappedParquetFormat extends ParquetFileFormat {
+public final class ColumnMappedParquetFormat extends DeltaParquetFormat {
   private static final long serialVersionUID = 1L;
 
   private final PhysicalSchema names;
 
-  ColumnMappedParquetFormat(PhysicalSchema names) {
+  ColumnMappedParquetFormat(PhysicalSchema names, RowTrackingFields rowTracking) {
+    super(rowTracking);
     this.names = names;
   }
 
@@ -39,15 +39,14 @@ public final class ColumnMappedParquetFormat extends ParquetFileFormat {
   }
 
   public boolean equals(Object other) {
-    return other instanceof ColumnMappedParquetFormat
-        && names.equals(((ColumnMappedParquetFormat) other).names);
+    return super.equals(other) && names.equals(((ColumnMappedParquetFormat) other).names);
   }
 
   public int hashCode() {
-    return names.hashCode();
+    return names.hashCode() * 31 + super.hashCode();
   }
 
   public String toString() {
-    return "Parquet with column mapping";
+    return "Parquet with column mapping" + (rowTracking == null ? "" : " and row tracking");
   }
 }

@@ -23,7 +23,7 @@ import scala.reflect.ClassTag$;
  * <p>Compiled with Janino (bundled with Spark) when the session is configured, so only plain
  * Java 1.7 syntax: no generics, lambdas or diamonds.
  */
-public final class DeletionVectorParquetFormat extends ParquetFileFormat {
+public final class DeletionVectorParquetFormat extends DeltaParquetFormat {
   private static final long serialVersionUID = 1L;
 
   static final String DELETED_ROWS_OPTION = "__delta_pyspark_deleted_rows";
@@ -35,10 +35,12 @@ public final class DeletionVectorParquetFormat extends ParquetFileFormat {
   private final PhysicalSchema names;
 
   public DeletionVectorParquetFormat(DeletedRows deleted) {
-    this(deleted, null);
+    this(deleted, null, null);
   }
 
-  DeletionVectorParquetFormat(DeletedRows deleted, PhysicalSchema names) {
+  private DeletionVectorParquetFormat(
+      DeletedRows deleted, PhysicalSchema names, RowTrackingFields rowTracking) {
+    super(rowTracking);
     this.deleted = deleted;
     this.names = names;
   }
@@ -49,8 +51,8 @@ public final class DeletionVectorParquetFormat extends ParquetFileFormat {
    * reader with each split, {@link DeletionVectorReader#DELETED_ROWS}), since the vectors of a
    * scan are only known when its files are listed, after this format was made.
    */
-  DeletionVectorParquetFormat(PhysicalSchema names) {
-    this(null, names);
+  DeletionVectorParquetFormat(PhysicalSchema names, RowTrackingFields rowTracking) {
+    this(null, names, rowTracking);
   }
 
   /**
@@ -135,7 +137,7 @@ public final class DeletionVectorParquetFormat extends ParquetFileFormat {
   }
 
   public boolean equals(Object other) {
-    if (!(other instanceof DeletionVectorParquetFormat)) {
+    if (!super.equals(other)) {
       return false;
     }
     DeletionVectorParquetFormat format = (DeletionVectorParquetFormat) other;
@@ -144,10 +146,12 @@ public final class DeletionVectorParquetFormat extends ParquetFileFormat {
   }
 
   public int hashCode() {
-    return deleted == null ? 0 : deleted.hashCode();
+    return (deleted == null ? 0 : deleted.hashCode()) * 31 + super.hashCode();
   }
 
   public String toString() {
-    return "Parquet with " + (deleted == null ? "deletion vectors" : deleted.toString());
+    return "Parquet with "
+        + (deleted == null ? "deletion vectors" : deleted.toString())
+        + (rowTracking == null ? "" : " and row tracking");
   }
 }

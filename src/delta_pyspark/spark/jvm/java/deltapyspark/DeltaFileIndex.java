@@ -41,7 +41,9 @@ import scala.runtime.AbstractPartialFunction;
  * partition filters to the rows of a listing, so they are evaluated here, exactly, with
  * Spark's own evaluator; data filters only skip whole files (Spark filters rows after). A file
  * with a deletion vector is listed with its deleted rows in its metadata, for {@link
- * DeletionVectorParquetFormat}'s reader.
+ * DeletionVectorParquetFormat}'s reader; on a table with row tracking each file also carries
+ * its base row id and default row commit version, for {@code _metadata} ({@link
+ * RowTrackingFields}).
  */
 public final class DeltaFileIndex implements FileIndex {
   private static final String NULL = "\u0001";
@@ -111,7 +113,10 @@ public final class DeltaFileIndex implements FileIndex {
     } else {
       conf.setConfString(SQLConf.FILES_MAX_PARTITION_BYTES().key(), Long.toString(maxSplitBytes));
     }
-    ArrayList directories = parse(answer, 2 + split.length(), timeZone);
+    String rowTracking = next(answer, 2 + split.length());
+    ArrayList directories =
+        parse(answer, 3 + split.length() + rowTracking.length(), rowTracking.length() > 0,
+            timeZone);
     InterpretedPredicate keep = partitionPredicate(partitionFilters);
     ArrayList kept = new ArrayList();
     for (int i = 0; i < directories.size(); i++) {
@@ -163,7 +168,7 @@ public final class DeltaFileIndex implements FileIndex {
   }
 
   /** The Python core's listing as partition directories of files, partition values typed. */
-  private ArrayList parse(byte[] answer, int start, String timeZone) {
+  private ArrayList parse(byte[] answer, int start, boolean rowTracking, String timeZone) {
     StructField[] fields = partitionSchema.fields();
     ArrayList directories = new ArrayList();
     ArrayList files = null;
@@ -178,6 +183,14 @@ public final class DeltaFileIndex implements FileIndex {
       pos += mtime.length() + 1;
       String vector = next(answer, pos);
       pos += vector.length() + 1;
+      String baseRowId = null;
+      String defaultVersion = null;
+      if (rowTracking) {
+        baseRowId = next(answer, pos);
+        pos += baseRowId.length() + 1;
+        defaultVersion = next(answer, pos);
+        pos += defaultVersion.length() + 1;
+      }
       String[] values = new String[fields.length];
       for (int i = 0; i < fields.length; i++) {
         values[i] = next(answer, pos);
@@ -198,6 +211,18 @@ public final class DeltaFileIndex implements FileIndex {
         metadata =
             (scala.collection.immutable.Map)
                 metadata.updated(DeletionVectorReader.DELETED_ROWS, deletedRows(vector));
+      }
+      // read by Spark's default extractor of constant metadata fields
+      if (baseRowId != null && baseRowId.length() > 0) {
+        metadata =
+            (scala.collection.immutable.Map)
+                metadata.updated(RowTrackingFields.BASE_ROW_ID, Long.valueOf(baseRowId));
+      }
+      if (defaultVersion != null && defaultVersion.length() > 0) {
+        metadata =
+            (scala.collection.immutable.Map)
+                metadata.updated(
+                    RowTrackingFields.DEFAULT_ROW_COMMIT_VERSION, Long.valueOf(defaultVersion));
       }
       files.add(new FileStatusWithMetadata(status, metadata));
     }

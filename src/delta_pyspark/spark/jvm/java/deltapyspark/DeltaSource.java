@@ -168,10 +168,14 @@ public final class DeltaSource
         parts[6].isEmpty()
             ? null
             : new PhysicalSchema(schema, (StructType) DataType.fromJson(parts[6]));
+    RowTrackingFields rowTracking =
+        parts.length > 9 && !parts[8].isEmpty() ? new RowTrackingFields(parts[8], parts[9]) : null;
     ParquetFileFormat format =
         "dv".equals(parts[5])
-            ? new DeletionVectorParquetFormat(names)
-            : names != null ? new ColumnMappedParquetFormat(names) : new ParquetFileFormat();
+            ? new DeletionVectorParquetFormat(names, rowTracking)
+            : names != null
+                ? new ColumnMappedParquetFormat(names, rowTracking)
+                : rowTracking != null ? new DeltaParquetFormat(rowTracking) : new ParquetFileFormat();
     return new HadoopFsRelation(
         index, partitionSchema, schema, Option.empty(), format, parameters, scans);
   }

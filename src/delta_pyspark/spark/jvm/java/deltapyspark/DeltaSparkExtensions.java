@@ -16,7 +16,8 @@ import scala.runtime.BoxedUnit;
  * Spark's MERGE, UPDATE and DELETE on Delta tables as the Python core's commands ({@link
  * MergeStars}, {@link DeltaDml}), time travel to a bound parameter ({@link BoundTimeTravel}),
  * the rule that runs
- * SQL inserts into Delta tables as the Python core's writes ({@link DeltaWrites}), and a check
+ * SQL inserts into Delta tables as the Python core's writes ({@link DeltaWrites}), the stable
+ * row ids and commit versions of {@code _metadata} ({@link RowTrackingIds}), and a check
  * that refuses any plain Parquet write into a Delta table that rule did not replace.
  */
 public final class DeltaSparkExtensions extends AbstractFunction1 {
@@ -62,6 +63,12 @@ public final class DeltaSparkExtensions extends AbstractFunction1 {
         new AbstractFunction1() {
           public Object apply(Object session) {
             return new DeltaWrites();
+          }
+        });
+    extensions.injectPlanNormalizationRule(
+        new AbstractFunction1() {
+          public Object apply(Object session) {
+            return new RowTrackingIds();
           }
         });
     extensions

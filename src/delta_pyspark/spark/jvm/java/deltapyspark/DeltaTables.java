@@ -13,10 +13,13 @@ public interface DeltaTables {
   /**
    * Resolves the table at {@code path} for a new relation. {@code options} are the read's
    * options as {@code key NUL value NUL ...}. Answer: {@code O table-id NUL table-root NUL
-   * schema-json NUL partition-schema-json NUL size-in-bytes NUL format NUL physical-schema-json},
-   * format {@code dv} when files may have deletion vectors, else empty; the physical schema
-   * (the data schema with the names data files use) when the table uses column mapping, else
-   * empty.
+   * schema-json NUL partition-schema-json NUL size-in-bytes NUL format NUL physical-schema-json
+   * NUL reader NUL row-id-column NUL row-commit-version-column}, format {@code dv} when files
+   * may have deletion vectors, else empty; the physical schema (the data schema with the names
+   * data files use) when the table uses column mapping, else empty; reader {@code rows} when
+   * only Spark's row-based Parquet reader reads the files right, else empty; the materialized
+   * row tracking columns when row tracking is enabled (and the listing then carries each file's
+   * row tracking constants), else empty.
    */
   String open(String path, String options, String timeZone);
 
@@ -24,10 +27,12 @@ public interface DeltaTables {
    * The files of the table's current snapshot (or its pinned one) that may hold rows matching
    * the filters (SQL texts, NUL-separated). {@code packing}: {@code max-split-bytes,open-cost,
    * task-slots} of the session, or empty to leave the packing of files into tasks to Spark.
-   * Answer: {@code O split-bytes NUL} (empty: Spark's) then per file {@code path NUL size
-   * NUL modification-time NUL deleted-rows NUL} (the rows its deletion vector marks as a
-   * base64 portable 64-bit roaring bitmap, or empty) and one {@code value NUL} per partition
-   * column ({@code \u0001} for null), UTF-8, files of one partition adjacent.
+   * Answer: {@code O split-bytes NUL row-tracking NUL} (split-bytes empty: Spark's;
+   * row-tracking {@code r} or empty) then per file {@code path NUL size NUL modification-time
+   * NUL deleted-rows NUL} (the rows its deletion vector marks as a base64 portable 64-bit
+   * roaring bitmap, or empty), with row tracking {@code base-row-id NUL
+   * default-row-commit-version NUL}, and one {@code value NUL} per partition column ({@code
+   * \u0001} for null), UTF-8, files of one partition adjacent.
    */
   byte[] listFiles(String tableId, String filters, String timeZone, String packing);
 
