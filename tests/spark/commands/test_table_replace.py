@@ -110,6 +110,24 @@ def test_write_to_overwrite_refuses_rows_outside_its_condition(
     assert _operations(location) == ["CREATE TABLE AS SELECT"]  # nothing committed
 
 
+def test_write_to_overwrite_refuses_a_replace_where_option(
+    spark: Any, names: list[str]
+) -> None:
+    """A ``replaceWhere`` option besides ``overwrite``'s own condition is refused, as
+    delta-spark refuses it, from PySpark's writer and from the JVM's (the plan Spark builds)."""
+    names.append("v2_both")
+    spark.sql("CREATE TABLE v2_both USING delta AS SELECT 1L AS id")
+    location = _location(spark, "v2_both")
+    new = spark.createDataFrame([(2,)], "id long")
+    with pytest.raises(DeltaAnalysisException, match="DELTA_REPLACE_WHERE_IN_OVERWRITE"):
+        new.writeTo("v2_both").option("replacewhere", "id = 1").overwrite(new.id == 2)
+    jvm_writer = new._jdf.writeTo("v2_both").option("replaceWhere", "id = 1")
+    with pytest.raises(AnalysisException, match="DELTA_REPLACE_WHERE_IN_OVERWRITE"):
+        jvm_writer.overwrite((new.id == 2)._jc)
+    assert _rows(spark.table("v2_both")) == [(1,)]
+    assert _operations(location) == ["CREATE TABLE AS SELECT"]
+
+
 def test_write_to_a_path_table(spark: Any, tmp_path: Path) -> None:
     path = str(tmp_path / "t")
     spark.range(2).write.format("delta").save(path)

@@ -168,6 +168,11 @@ def write_to(
         raise DeltaTableNotFoundError(f"{definition.text}: {path} is not a Delta table")
     options = dict(definition.options)
     if action == "overwrite":
+        if any(key.lower() == "replacewhere" for key in options):
+            raise DeltaAnalysisException(
+                "[DELTA_REPLACE_WHERE_IN_OVERWRITE] You can't use replaceWhere in conjunction "
+                "with an overwrite by filter"
+            )
         options["replaceWhere"] = condition or "true"
     elif action == "overwritePartitions":
         options["partitionOverwriteMode"] = "dynamic"

@@ -31,10 +31,17 @@ import scala.runtime.AbstractPartialFunction;
  *   <li>{@code INSERT INTO t REPLACE WHERE cond query} (and {@code df.writeTo(t).overwrite(cond)})
  *       on a Delta table is the overwrite with the {@code replaceWhere} option delta-spark
  *       makes of it: Spark plans it for V2 tables only, and refuses a V1 table by name
- *       ("Cannot write into v1 table") or a {@code delta.`path`} as a missing table.
+ *       ("Cannot write into v1 table") or a {@code delta.`path`} as a missing table. A
+ *       {@code replaceWhere} option besides the condition is refused, as delta-spark refuses
+ *       it.
  * </ul>
  */
 public final class DeltaTableReferences extends Rule {
+  private static final String REPLACE_WHERE = "replaceWhere";
+  private static final String REPLACE_WHERE_IN_OVERWRITE = "DELTA_REPLACE_WHERE_IN_OVERWRITE";
+  private static final String REPLACE_WHERE_IN_OVERWRITE_TEXT =
+      "You can't use replaceWhere in conjunction with an overwrite by filter";
+
   private final SparkSession session;
 
   public DeltaTableReferences(SparkSession session) {
@@ -93,7 +100,12 @@ public final class DeltaTableReferences extends Rule {
       scala.Tuple2 option = (scala.Tuple2) written.next();
       options.put(option._1(), option._2());
     }
-    options.put("replaceWhere", overwrite.deleteExpr().sql());
+    for (Object key : options.keySet()) {
+      if (REPLACE_WHERE.equalsIgnoreCase((String) key)) {
+        throw DeltaSqlParser.refused(REPLACE_WHERE_IN_OVERWRITE, REPLACE_WHERE_IN_OVERWRITE_TEXT);
+      }
+    }
+    options.put(REPLACE_WHERE, overwrite.deleteExpr().sql());
     UnresolvedRelation target =
         new UnresolvedRelation(
             table.multipartIdentifier(), new CaseInsensitiveStringMap(options), false);
