@@ -25,10 +25,9 @@ INSERT *``. Printed per scenario: wall times and their ratio ours / deltalake (t
 scan/rewrite phase split each engine records in its commit's ``operationMetrics``, and
 a check that both tables end with the expected row count and ``sum(v)``.
 
-The source alias is ``src``, not ``s``: the table has a column ``s``, and with a source
-alias equal to a target column name our merge does not recognise ``t.id = s.id`` as a
-key equality, so it prunes no files (and its transaction reads the whole table).
-``DELTA_BENCH_SOURCE_ALIAS=s`` measures that case.
+The source alias is ``src``; ``DELTA_BENCH_SOURCE_ALIAS=s`` names the source like the
+table's column ``s``, which once hid the key equality from our file pruning (now found
+whatever the aliases: ``tests/spark/commands/test_merge_one_pass.py`` merges ``AS s``).
 
 Each scenario also times plain Spark on the files ``deltalake``'s merge rewrote (best of
 ``max(2, DELTA_BENCH_REPEATS)``): a broadcast join of their ``id`` column with the source's
