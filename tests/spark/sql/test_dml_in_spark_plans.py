@@ -304,15 +304,16 @@ def test_time_travel_to_a_bound_timestamp(spark: Any, table: Table) -> None:
     when = f"{first // 1000}.{first % 1000:03d}"
     literal = f"SELECT count(*) AS n FROM {table.ref} TIMESTAMP AS OF :ts"
     query = f"SELECT count(*) AS n FROM {table.ref} TIMESTAMP AS OF timestamp_seconds(:ts)"
-    if table.ref.startswith("delta."):
-        with pytest.raises(DeltaAnalysisException, match="name the table from the catalog"):
-            spark.sql(query, args={"ts": when})
-        return
     spark.conf.set("spark.sql.session.timeZone", "UTC")
     try:
         assert spark.sql(query, args={"ts": float(when)}).first().n == 5
         moment = datetime.fromtimestamp(first / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
         assert spark.sql(literal, args={"ts": moment}).first().n == 5
+        positional = literal.replace(":ts", "?")
+        assert spark.sql(positional, args=[moment]).first().n == 5
+        with pytest.raises(AnalysisException, match="UNBOUND_SQL_PARAMETER") as unbound:
+            spark.sql(literal, args={"other": moment}).collect()
+        assert unbound.value.getCondition() == "UNBOUND_SQL_PARAMETER"
     finally:
         spark.conf.unset("spark.sql.session.timeZone")
 

@@ -188,7 +188,7 @@ public final class DeltaSqlParser implements ParserInterface {
     if (registered == null || !(travel.relation() instanceof UnresolvedRelation)) {
       return travel;
     }
-    UnresolvedRelation relation = (UnresolvedRelation) travel.relation();
+    UnresolvedRelation relation = withoutWaiting((UnresolvedRelation) travel.relation());
     String version = travel.version().isDefined() ? (String) travel.version().get() : "";
     String timestamp = "";
     if (travel.timestamp().isDefined()) {
@@ -238,22 +238,45 @@ public final class DeltaSqlParser implements ParserInterface {
   }
 
   /**
-   * Time travel whose timestamp holds a marker, left for {@link BoundTimeTravel}; refused on a
-   * {@code delta.`path`}, which Spark's analyzer refuses as a file's time travel before any
-   * rule of an extension sees the bound value.
+   * The first name part of a {@code delta.`path`} whose time travel awaits a bound timestamp:
+   * Spark's analyzer refuses a file's time travel ({@code delta} names a source) before any
+   * rule of an extension sees the bound value, so the path waits under this name, which
+   * names no source, until {@link BoundTimeTravel} reads it.
    */
+  private static final String PATH_AWAITING_PARAMETERS = "__delta_pyspark_path_awaiting";
+
+  /** Time travel whose timestamp holds a marker, left for {@link BoundTimeTravel}. */
   private static LogicalPlan awaitingParameters(RelationTimeTravel travel) {
-    LogicalPlan relation = travel.relation();
-    if (relation instanceof UnresolvedRelation
-        && ((UnresolvedRelation) relation).multipartIdentifier().size() == 2
-        && "delta".equalsIgnoreCase(
-            (String) ((UnresolvedRelation) relation).multipartIdentifier().head())) {
-      throw refused(
-          "UNSUPPORTED_FEATURE.PARAMETER_MARKER_IN_UNEXPECTED_STATEMENT",
-          "Parameter markers are not allowed in TIMESTAMP AS OF on a delta.`path`: name the "
-              + "table from the catalog, or write the timestamp into the statement.");
+    // the path's relation was given its path option already (transformed before its parent)
+    if (!(travel.relation() instanceof UnresolvedRelation)
+        || !isDeltaPath(
+            new UnresolvedRelation(
+                ((UnresolvedRelation) travel.relation()).multipartIdentifier(),
+                CaseInsensitiveStringMap.empty(),
+                false))) {
+      return travel;
     }
-    return travel;
+    UnresolvedRelation relation = (UnresolvedRelation) travel.relation();
+    Seq waiting =
+        scala.collection.immutable.List$.MODULE$.from(
+            scala.Predef$.MODULE$.wrapRefArray(
+                new Object[] {PATH_AWAITING_PARAMETERS, relation.multipartIdentifier().last()}));
+    return new RelationTimeTravel(
+        new UnresolvedRelation(waiting, relation.options(), relation.isStreaming()),
+        travel.timestamp(),
+        travel.version());
+  }
+
+  /** {@code relation} with the {@code delta} part {@link #awaitingParameters} set aside. */
+  private static UnresolvedRelation withoutWaiting(UnresolvedRelation relation) {
+    Seq parts = relation.multipartIdentifier();
+    if (parts.size() != 2 || !PATH_AWAITING_PARAMETERS.equals(parts.head())) {
+      return relation;
+    }
+    Seq delta =
+        scala.collection.immutable.List$.MODULE$.from(
+            scala.Predef$.MODULE$.wrapRefArray(new Object[] {"delta", parts.last()}));
+    return new UnresolvedRelation(delta, relation.options(), relation.isStreaming());
   }
 
   /** Whether {@code relation} names a Delta table of the session (a catalog name). */
