@@ -110,9 +110,7 @@ def test_write_to_overwrite_refuses_rows_outside_its_condition(
     assert _operations(location) == ["CREATE TABLE AS SELECT"]  # nothing committed
 
 
-def test_write_to_overwrite_refuses_a_replace_where_option(
-    spark: Any, names: list[str]
-) -> None:
+def test_write_to_overwrite_refuses_a_replace_where_option(spark: Any, names: list[str]) -> None:
     """A ``replaceWhere`` option besides ``overwrite``'s own condition is refused, as
     delta-spark refuses it, from PySpark's writer and from the JVM's (the plan Spark builds)."""
     names.append("v2_both")
