@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from delta_pyspark.core.protocol import identity_columns as identity
 from delta_pyspark.core.protocol.generated_columns import (
     GENERATION_EXPRESSION_KEY,
     split_generation_clauses,
@@ -48,6 +49,29 @@ def spark_schema_from_ddl(spark: Any, ddl: str) -> Any:
         if expression is not None:
             f["metadata"] = {**f.get("metadata", {}), GENERATION_EXPRESSION_KEY: expression}
     return SparkStruct.fromJson(parsed)
+
+
+# Spark's parser's column metadata for GENERATED ALWAYS AS (expr) and GENERATED ... AS
+# IDENTITY (for its V2 catalogs), and the Delta keys each becomes
+_SPARK_COLUMN_KEYS = {
+    "GENERATION_EXPRESSION": GENERATION_EXPRESSION_KEY,
+    "identity.start": identity.START,
+    "identity.step": identity.STEP,
+    "identity.allowExplicitInsert": identity.ALLOW_EXPLICIT_INSERT,
+}
+
+
+def with_delta_keys(schema_json: dict[str, Any]) -> dict[str, Any]:
+    """A schema (JSON) Spark's parser made of column definitions, its generated and identity
+    columns marked with Delta's metadata keys instead of Spark's."""
+    fields = []
+    for f in schema_json.get("fields", []):
+        metadata = dict(f.get("metadata") or {})
+        for spark_key, delta_key in _SPARK_COLUMN_KEYS.items():
+            if spark_key in metadata:
+                metadata[delta_key] = metadata.pop(spark_key)
+        fields.append({**f, "metadata": metadata})
+    return {**schema_json, "fields": fields}
 
 
 def relaxed(spark_type: Any) -> Any:

@@ -18,7 +18,8 @@ from delta_pyspark.spark.jvm.bridge import java_frame, python_column, python_fra
 from delta_pyspark.spark.jvm.helpers import serve_sql_commands
 from delta_pyspark.spark.jvm.hooks import table_definition
 from delta_pyspark.spark.sources.callback_service import answer_error
-from delta_pyspark.sql import dml
+from delta_pyspark.sql import dml, spark_statements
+from delta_pyspark.sql.create_table import create_table
 from delta_pyspark.sql.grammar import openings, parse
 from delta_pyspark.sql.resolve import not_a_delta_table, resolve
 from delta_pyspark.sql.statement import Statement
@@ -67,20 +68,28 @@ class DeltaCommands:
 
     def run(self, session: Any, sql: str, tokens: str, values: Any) -> Any:
         try:
-            spark = python_session(session)
             statement = parse(sql, tokens, [str(v) for v in values])
             assert statement is not None  # ``describe`` accepted it
-            path = _checked_target(spark, statement)
-            assert path is not None
-            result = statement.execute(spark, path)
-            ref = statement.table
-            if statement.changes_schema and ref is not None and ref.delta_path is None:
-                refresh_delta_entry(spark, ref.text)
-            if result is None:
-                from pyspark.sql.types import StructType
+            return _execute(python_session(session), statement)
+        except Exception as e:
+            return answer_error(e)
 
-                result = spark.createDataFrame([], StructType([]))
-            return java_frame(result)
+    def sparkStatement(self, session: Any, kind: str, nameParts: str, argument: str) -> str:
+        """``describe`` for a statement Spark parsed (see ``spark_statements``)."""
+        try:
+            statement = spark_statements.statement(kind, _parts(nameParts), argument)
+            if statement is None or _checked_target(python_session(session), statement) is None:
+                return "N"
+            return "O" + statement.columns
+        except Exception as e:
+            return answer_error(e)
+
+    def runSparkStatement(self, session: Any, kind: str, nameParts: str, argument: str) -> Any:
+        """``run`` for a statement Spark parsed, once ``sparkStatement`` accepted it."""
+        try:
+            statement = spark_statements.statement(kind, _parts(nameParts), argument)
+            assert statement is not None
+            return _execute(python_session(session), statement)
         except Exception as e:
             return answer_error(e)
 
@@ -135,7 +144,7 @@ class DeltaCommands:
     def timeTravel(self, session: Any, nameParts: str, version: str, timestamp: str) -> str:
         try:
             spark = python_session(session)
-            parts = tuple(nameParts.split("\0")[:-1])
+            parts = _parts(nameParts)
             ref = TableRef(parts, ".".join(parts))
             kind, location = resolve(spark, ref)
             if ref.delta_path is not None:  # the delta source says what is wrong with it
@@ -148,11 +157,14 @@ class DeltaCommands:
         except Exception as e:
             return answer_error(e)
 
-    def replace(self, session: Any, definition: Any, data: Any) -> str:
+    def define(self, session: Any, definition: Any, data: Any) -> str:
         try:
             spark = python_session(session)
             table = TableDefinition.of(table_definition(definition))
             frame = python_frame(data, spark) if data is not None else None
+            if table.create:
+                create_table(spark, table, frame)
+                return "O"
             operation = "CREATE OR REPLACE TABLE" if table.or_create else "REPLACE TABLE"
             replace_table(
                 spark, table, frame, operation + (" AS SELECT" if frame is not None else "")
@@ -163,6 +175,26 @@ class DeltaCommands:
 
     class Java:
         implements: ClassVar[list[str]] = ["deltapyspark.DeltaCommands"]
+
+
+def _execute(spark: SparkSession, statement: Statement) -> Any:
+    """Run an accepted statement: its result rows as a JVM Dataset (none: no columns)."""
+    path = _checked_target(spark, statement)
+    assert path is not None
+    result = statement.execute(spark, path)
+    ref = statement.table
+    if statement.changes_schema and ref is not None and ref.delta_path is None:
+        refresh_delta_entry(spark, ref.text)
+    if result is None:
+        from pyspark.sql.types import StructType
+
+        result = spark.createDataFrame([], StructType([]))
+    return java_frame(result)
+
+
+def _parts(name_parts: str) -> tuple[str, ...]:
+    """A multipart name as the JVM sends it: each part followed by a NUL."""
+    return tuple(name_parts.split("\0")[:-1])
 
 
 def _clause(java_map: Any) -> dml.Clause:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from itertools import pairwise
 
-from delta_pyspark.sql import alter, path_metadata, table_commands, transactions
+from delta_pyspark.sql import alter, table_commands, transactions
 from delta_pyspark.sql.statement import Statement
 from delta_pyspark.sql.text import StatementParser, bind, markers, tokens_of
 
@@ -24,18 +24,9 @@ _STARTS: tuple[tuple[tuple[str, ...], _Grammar], ...] = (
     (("GENERATE",), table_commands.generate),
     (("REORG",), table_commands.reorg),
     (("ALTER", "TABLE"), alter.alter),
-    (("SHOW", "TBLPROPERTIES"), table_commands.show_properties),
-    (("SHOW", "COLUMNS"), path_metadata.show_columns),
-    (("DROP", "TABLE"), table_commands.drop),
     (("BEGIN",), transactions.begin),
     (("COMMIT",), transactions.commit),
     (("ROLLBACK",), transactions.rollback),
-)
-
-# Spark's statements that Spark resolves and the session extension hands over as text
-# (``DeltaWrites.java``), never asked about at parse time.
-_HANDED_OVER: tuple[tuple[tuple[str, ...], _Grammar], ...] = (
-    (("TRUNCATE", "TABLE"), table_commands.truncate),
 )
 
 
@@ -53,7 +44,7 @@ def parse(sql: str, tokens: str, values: list[str] | None = None) -> Statement |
     if any(t.is_word("IDENTIFIER") and n.text == "(" for t, n in pairwise(lexed)):
         return None  # IDENTIFIER(:name) names a table only Spark's grammar resolves
     parser = StatementParser(sql, bind(sql, lexed, values), bound=values is not None)
-    for words, grammar in (*_STARTS, *_HANDED_OVER):
+    for words, grammar in _STARTS:
         if parser.accept(*words):
             statement = grammar(parser)
             if statement is not None:

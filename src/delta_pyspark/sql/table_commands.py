@@ -6,14 +6,12 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, SparkSession
 
 from delta_pyspark.core.commands.restore import METRIC_COLUMNS
-from delta_pyspark.core.commands.truncate import truncate_table
 from delta_pyspark.core.snapshot.delta_log import DeltaLog
 from delta_pyspark.exceptions import (
     DeltaAnalysisException,
     DeltaTableNotFoundError,
     DeltaUnsupportedOperationException,
 )
-from delta_pyspark.spark.catalog.managed_tables import catalog_table_name, drop_catalog_table
 from delta_pyspark.spark.catalog.session_catalog import lookup
 from delta_pyspark.spark.commands.convert import catalog_partition_ddl, convert_to_delta
 from delta_pyspark.spark.commands.optimize import (
@@ -23,13 +21,6 @@ from delta_pyspark.spark.commands.optimize import (
     run_optimize,
 )
 from delta_pyspark.spark.commands.vacuum import execute_vacuum
-from delta_pyspark.sql.create_table import (
-    asks_catalog_managed,
-    create_table,
-    declares_generated_columns,
-    declares_identity,
-)
-from delta_pyspark.sql.path_metadata import describe_table
 from delta_pyspark.sql.resolve import not_a_delta_table, resolve
 from delta_pyspark.sql.statement import Statement, as_of, where
 from delta_pyspark.sql.text import StatementParser, TableRef
@@ -48,33 +39,16 @@ _CLONE_COLUMNS = (
 _CLONE_DDL = ", ".join(f"{column} long" for _, column in _CLONE_COLUMNS)
 
 
-def drop(p: StatementParser) -> Statement | None:
-    """DROP TABLE of a table of the attached catalog (out of both catalogs); None for any
-    other table (Spark's)."""
-    p.accept("IF", "EXISTS")  # moot: the catalog has the table, or the statement is Spark's
-    target = p.table()
-    p.accept("PURGE")
-    p.end()
-    name = catalog_table_name(target.parts)
-    if name is None:
-        return None
-
-    def run(spark: SparkSession, _path: str) -> None:
-        drop_catalog_table(spark, name)
-
-    return Statement("DROP TABLE", None, "", run)
-
-
 def describe(p: StatementParser) -> Statement | None:
-    """DESCRIBE HISTORY / DETAIL, DESCRIBE of a ``delta.`path```; None for Spark's DESCRIBE
-    (also of a table named history)."""
+    """DESCRIBE HISTORY / DETAIL; None for Spark's DESCRIBE (also of a table named history;
+    of a ``delta.`path```, see ``spark_statements``)."""
     if p.peek(1) is None:
         return None
     if p.accept("HISTORY"):
         return history(p)
     if p.accept("DETAIL"):
         return detail(p)
-    return describe_table(p)
+    return None
 
 
 def history(p: StatementParser) -> Statement:
@@ -162,24 +136,6 @@ def vacuum(p: StatementParser) -> Statement:
     return Statement("VACUUM", table, "path string", run)
 
 
-def truncate(p: StatementParser) -> Statement:
-    """TRUNCATE TABLE of a Delta table, which Spark parsed and resolved: the session
-    extension hands it here instead of Spark's command, which would delete the log."""
-    table = p.table()
-    if p.accept("PARTITION"):
-        raise DeltaAnalysisException(
-            "[DELTA_TRUNCATE_TABLE_PARTITION_NOT_SUPPORTED] Operation not allowed: TRUNCATE "
-            "TABLE on Delta tables does not support partition predicates; use DELETE to "
-            "delete specific partitions or rows."
-        )
-    p.end()
-
-    def run(spark: SparkSession, path: str) -> None:
-        truncate_table(DeltaLog.for_table(path))
-
-    return Statement("TRUNCATE TABLE", table, "", run)
-
-
 def restore(p: StatementParser) -> Statement:
     p.accept("TABLE")
     table = p.table()
@@ -231,14 +187,7 @@ def create(p: StatementParser) -> Statement | None:
     elif p.accept("DEEP"):
         shallow = False
     if not p.accept("CLONE"):
-        if not replace and (
-            target.delta_path is not None
-            or asks_catalog_managed(p)
-            or declares_identity(p)
-            or declares_generated_columns(p)
-        ):
-            return create_table(p, target, if_not_exists)
-        return None  # CREATE TABLE ... USING / AS SELECT by name: Spark's
+        return None  # Spark's parse (TableDefinitions.isDeltaCreate: the ones it cannot make)
     source = p.table()
     version, timestamp = as_of(p, required=False)
     properties: dict[str, str] = {}
@@ -350,29 +299,3 @@ def reorg(p: StatementParser) -> Statement:
         return DeltaTable(spark, path).reorgPurge(condition)
 
     return Statement("REORG", table, METRICS_DDL, run)
-
-
-def show_properties(p: StatementParser) -> Statement:
-    table = p.table()
-    key = None
-    if p.at("("):
-        keys = p.group("a property key")
-        if len(keys.keys()) != 1:
-            keys.fail("one property key")
-        key = keys.keys()[0]
-    p.end()
-
-    def run(spark: SparkSession, path: str) -> DataFrame:
-        snapshot = DeltaLog.for_table(path).snapshot()
-        protocol = snapshot.protocol
-        shown = dict(snapshot.configuration)
-        shown["delta.minReaderVersion"] = str(protocol.min_reader_version)
-        shown["delta.minWriterVersion"] = str(protocol.min_writer_version)
-        features = set(protocol.reader_features or ()) | set(protocol.writer_features or ())
-        shown.update({f"delta.feature.{f}": "supported" for f in sorted(features)})
-        if key is not None:
-            value = shown.get(key, f"Table {table.text} does not have property: {key}")
-            return spark.createDataFrame([(key, value)], "key string, value string")
-        return spark.createDataFrame(sorted(shown.items()), "key string, value string")
-
-    return Statement("SHOW TBLPROPERTIES", table, "key string, value string", run, True)

@@ -29,7 +29,6 @@ from delta_pyspark.core.protocol.generated_columns import (
     check_generation_expressions,
     check_type_changes,
     generation_expressions,
-    has_generation_clause,
     partition_expressions,
     partition_filter,
     split_generation_clauses,
@@ -151,8 +150,6 @@ def test_split_generation_clauses() -> None:
         "ts TIMESTAMP, `d x` DATE  COMMENT 'c(', y INT  NOT NULL, "
         "s STRUCT<a: INT, b: STRING> COMMENT 'GENERATED ALWAYS AS (x)', t STRING "
     )
-    assert has_generation_clause("CREATE TABLE t (a INT GENERATED ALWAYS AS (1))")
-    assert not has_generation_clause("CREATE TABLE t (a INT) USING delta")
     with pytest.raises(GeneratedColumnError, match="without its"):
         split_generation_clauses("a INT GENERATED ALWAYS AS (1 + 2")
 

@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pyspark.errors import AnalysisException
+from pyspark.errors import AnalysisException, ParseException
 
 from delta_pyspark.core.snapshot.delta_log import DeltaLog
+from delta_pyspark.exceptions import DeltaError
 
 pytestmark = pytest.mark.spark
 
@@ -26,7 +27,7 @@ def test_create_with_columns_partitioning_properties_comment(spark: Any, tmp_pat
     spark.sql(
         f"CREATE TABLE delta.`{path}` (id BIGINT NOT NULL, v STRING COMMENT 'value', p INT) "
         "USING delta PARTITIONED BY (p) COMMENT 'made by SQL' "
-        "TBLPROPERTIES ('delta.appendOnly' = 'true', 'owner' = 'me')"
+        "TBLPROPERTIES ('delta.appendOnly' = 'true', 'team' = 'me')"
     )
     snapshot = DeltaLog(path).snapshot()
     assert snapshot.version == 0
@@ -35,7 +36,7 @@ def test_create_with_columns_partitioning_properties_comment(spark: Any, tmp_pat
     assert snapshot.schema.field("v").metadata == {"comment": "value"}
     assert snapshot.metadata.partition_columns == ("p",)
     assert snapshot.metadata.description == "made by SQL"
-    assert dict(snapshot.configuration) == {"delta.appendOnly": "true", "owner": "me"}
+    assert dict(snapshot.configuration) == {"delta.appendOnly": "true", "team": "me"}
     assert _commit(path, 0)["commitInfo"]["operation"] == "CREATE TABLE"
     assert spark.read.format("delta").load(path).count() == 0
     spark.sql(f"INSERT INTO delta.`{path}` VALUES (1, 'a', 7)")
@@ -88,3 +89,45 @@ def test_declared_not_null_and_user_properties_are_kept(spark: Any, tmp_path: Pa
     with pytest.raises(Exception, match="NOT_NULL"):
         spark.sql(f"INSERT INTO delta.`{path}` VALUES (NULL)")
     assert DeltaLog(path).snapshot().version == 0
+
+
+def test_spark_parses_the_statement(spark: Any, tmp_path: Path) -> None:
+    """Spark's own parser reads CREATE TABLE at a path: identity and generated columns as its
+    grammar has them, a CTAS query with a CTE and bound parameters (named, and positional in
+    a REPLACE), EXPLAIN showing the Delta command, and Spark's own syntax errors."""
+    path = str(tmp_path / "t")
+    spark.sql(
+        f"CREATE TABLE delta.`{path}` (id BIGINT GENERATED ALWAYS AS IDENTITY (START WITH 10 "
+        "INCREMENT BY 5), v INT, twice INT GENERATED ALWAYS AS (v * 2)) USING delta"
+    )
+    fields = {f["name"]: f["metadata"] for f in _schema(path)["fields"]}
+    assert (fields["id"]["delta.identity.start"], fields["id"]["delta.identity.step"]) == (10, 5)
+    assert fields["id"]["delta.identity.allowExplicitInsert"] is False
+    assert fields["twice"]["delta.generationExpression"] == "v * 2"
+    spark.sql(f"INSERT INTO delta.`{path}` (v) VALUES (1), (2)")
+    rows = spark.read.format("delta").load(path).orderBy("v").collect()
+    assert [(r.v, r.twice) for r in rows] == [(1, 2), (2, 4)]
+    # ids are generated in Spark's tasks: distinct, from 10 by steps of 5
+    assert len({r.id for r in rows}) == 2 and all(r.id >= 10 and r.id % 5 == 0 for r in rows)
+
+    ctas = str(tmp_path / "ctas")
+    spark.sql(
+        f"CREATE TABLE delta.`{ctas}` AS WITH src AS (SELECT id FROM range(:n)) "
+        "SELECT id, id * :k AS v FROM src",
+        args={"n": 3, "k": 7},
+    )
+    got = sorted(tuple(r) for r in spark.read.format("delta").load(ctas).collect())
+    assert got == [(0, 0), (1, 7), (2, 14)]
+    replace = f"CREATE OR REPLACE TABLE delta.`{ctas}` USING delta AS SELECT ? AS id, ? AS v"
+    spark.sql(replace, args=[5, 6])
+    assert [tuple(r) for r in spark.read.format("delta").load(ctas).collect()] == [(5, 6)]
+    plan = spark.sql(f"EXPLAIN CREATE TABLE delta.`{tmp_path / 'e'}` (a INT) USING delta")
+    assert "DefineDeltaTable" in plan.first()[0]
+    assert not (tmp_path / "e").exists()  # EXPLAIN creates nothing
+    with pytest.raises(ParseException, match="PARSE_SYNTAX_ERROR") as caught:
+        spark.sql(f"CREATE TABLE delta.`{tmp_path / 'x'}` (a INT,) USING delta")
+    assert not isinstance(caught.value, DeltaError)
+
+
+def _schema(path: str) -> dict[str, Any]:
+    return json.loads(_commit(path, 0)["metaData"]["schemaString"])

@@ -1,5 +1,6 @@
 """``DESCRIBE [EXTENDED] delta.`path``` and ``SHOW COLUMNS IN delta.`path```: the rows Spark
-gives for a catalog table, for a table that is only a path; names stay Spark's."""
+gives for a catalog table, for a table that is only a path; names stay Spark's. Spark's own
+parser reads these statements (its syntax errors, Delta's command in the parsed plan)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pyspark.errors import ParseException
+
+from delta_pyspark.exceptions import DeltaError
 
 pytestmark = pytest.mark.spark
 
@@ -46,3 +50,16 @@ def test_describe_and_show_columns_of_a_path(spark: Any, tmp_path: Path) -> None
         ]
     finally:
         spark.sql("DROP TABLE IF EXISTS desc_named")
+
+
+def test_spark_parses_them(spark: Any, tmp_path: Path) -> None:
+    path = str(tmp_path / "t")
+    spark.range(2).write.format("delta").save(path)
+    plan = spark.sql(f"EXPLAIN DESCRIBE TABLE delta.`{path}`").first()[0]
+    assert "DeltaDmlCommand DESCRIBE TABLE delta." in plan
+    plan = spark.sql(f"EXPLAIN SHOW TBLPROPERTIES delta.`{path}`").first()[0]
+    assert "DeltaDmlCommand SHOW TBLPROPERTIES delta." in plan
+    for bad in (f"SHOW COLUMNS IN delta.`{path}` extra", f"DESCRIBE TABLE delta.`{path}` ,"):
+        with pytest.raises(ParseException, match="PARSE_SYNTAX_ERROR") as caught:
+            spark.sql(bad)
+        assert not isinstance(caught.value, DeltaError)  # Spark's own, not a grammar of ours

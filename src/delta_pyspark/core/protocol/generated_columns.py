@@ -132,11 +132,6 @@ def check_type_changes(old: StructType, new: StructType) -> None:
 _GENERATED = re.compile(r"\bGENERATED\s+ALWAYS\s+AS\s*\(", re.IGNORECASE)
 
 
-def has_generation_clause(sql: str) -> bool:
-    """Whether ``sql`` has a ``GENERATED ALWAYS AS (`` clause (quotes not considered)."""
-    return _GENERATED.search(sql) is not None
-
-
 def split_generation_clauses(ddl: str) -> tuple[str, dict[str, str]]:
     """Column definitions without their ``GENERATED ALWAYS AS (expr)`` clauses, and each
     such column's expression (by the name its definition starts with), so Spark's own

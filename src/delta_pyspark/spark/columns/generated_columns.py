@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 from delta_pyspark.core.protocol.actions import Protocol
 from delta_pyspark.core.protocol.generated_columns import (
-    GENERATION_EXPRESSION_KEY,
     check_generation_expressions,
     generation_expressions,
 )
@@ -29,8 +28,6 @@ from delta_pyspark.spark.types import relaxed, to_spark_type
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
-# Spark's own metadata key for a column definition's GENERATED ALWAYS AS (its V2 catalogs')
-SPARK_GENERATION_KEY = "GENERATION_EXPRESSION"
 # deterministic for Spark, but a different value each query: delta-spark does not allow them
 _PER_QUERY = frozenset(
     {
@@ -107,18 +104,6 @@ def _check_expression(analysed: DataFrame, name: str, text: str) -> None:
     raise GeneratedColumnError(
         f"[{condition}] Found {sql}. A generated column cannot use {what} ({name})"
     )
-
-
-def with_delta_keys(schema_json: dict[str, Any]) -> dict[str, Any]:
-    """A Spark schema (JSON) whose ``GENERATED ALWAYS AS`` columns Spark's parser marked with
-    its own key, marked with ``delta.generationExpression`` instead."""
-    fields = []
-    for f in schema_json.get("fields", []):
-        metadata = dict(f.get("metadata") or {})
-        if SPARK_GENERATION_KEY in metadata:
-            metadata[GENERATION_EXPRESSION_KEY] = metadata.pop(SPARK_GENERATION_KEY)
-        fields.append({**f, "metadata": metadata})
-    return {**schema_json, "fields": fields}
 
 
 def checks(schema: StructType, protocol: Protocol | None) -> list[tuple[str, str]]:

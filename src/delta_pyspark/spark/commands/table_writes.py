@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class TableDefinition:
-    """A table as ``CREATE OR REPLACE TABLE`` or ``df.writeTo(name)`` defines it (the JVM's
+    """A table as ``CREATE [OR REPLACE] TABLE`` or ``df.writeTo(name)`` defines it (the JVM's
     ``TableDefinitions``)."""
 
     name: tuple[str, ...]
@@ -60,12 +60,14 @@ class TableDefinition:
     clustering: tuple[str, ...]
     schema: SparkStructType | None
     or_create: bool
+    create: bool = False  # CREATE TABLE (not a replacement)
+    if_not_exists: bool = False
 
     @classmethod
     def of(cls, values: Mapping[str, Any]) -> TableDefinition:
         from pyspark.sql.types import StructType as SparkStructType
 
-        from delta_pyspark.spark.columns.generated_columns import with_delta_keys
+        from delta_pyspark.spark.types import with_delta_keys
 
         schema = values.get("schema")
         return cls(
@@ -83,6 +85,8 @@ class TableDefinition:
                 else None
             ),
             or_create=bool(values.get("orCreate")),
+            create=bool(values.get("create")),
+            if_not_exists=bool(values.get("ifNotExists")),
         )
 
     @property

@@ -36,19 +36,19 @@ public final class DeltaCommand extends LeafCommand {
   }
 
   /**
-   * The markers Python found ({@code fields[1..]}): a name, or {@code ?} and the marker's
+   * Parameter markers as Spark's expressions: each a name, or {@code ?} and the marker's
    * offset in the text (Spark numbers positional markers by their offsets).
    */
-  static Seq parameters(String[] fields) {
-    ArrayList markers = new ArrayList();
-    for (int i = 1; i < fields.length; i++) {
-      String marker = fields[i];
-      markers.add(
+  static Seq parameters(java.util.List markers) {
+    ArrayList expressions = new ArrayList();
+    for (int i = 0; i < markers.size(); i++) {
+      String marker = (String) markers.get(i);
+      expressions.add(
           marker.startsWith("?")
               ? (Expression) new PosParameter(Integer.parseInt(marker.substring(1)))
               : (Expression) new NamedParameter(marker));
     }
-    return scala.jdk.javaapi.CollectionConverters.asScala(markers).toList();
+    return scala.jdk.javaapi.CollectionConverters.asScala(expressions).toList();
   }
 
   public Seq run(SparkSession session) {

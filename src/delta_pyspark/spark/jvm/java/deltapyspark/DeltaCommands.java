@@ -25,6 +25,17 @@ public interface DeltaCommands {
   Object run(Object session, String sql, String tokens, java.util.List values);
 
   /**
+   * Whether a statement Spark parsed ({@link SparkParsedStatements}: {@code kind} such as
+   * {@code SHOW TBLPROPERTIES}, on the table {@code nameParts}, NUL-terminated parts, with one
+   * {@code argument}) is Delta's to answer: {@code N}, an error, or {@code O} and the DDL of
+   * its result's columns.
+   */
+  String sparkStatement(Object session, String kind, String nameParts, String argument);
+
+  /** Runs a statement {@link #sparkStatement} accepted; the result as in {@link #run}. */
+  Object runSparkStatement(Object session, String kind, String nameParts, String argument);
+
+  /**
    * Resolves a time-travel read of the table {@code nameParts} (NUL-separated parts of its
    * multipart name) at {@code version} or at {@code timestamp} (each empty when absent; a
    * timestamp is {@code s} and a string, or {@code e} and a SQL expression; both empty to
@@ -34,11 +45,11 @@ public interface DeltaCommands {
   String timeTravel(Object session, String nameParts, String version, String timestamp);
 
   /**
-   * Replaces (or, with {@code orCreate}, creates) the table {@code definition} describes (see
-   * {@link TableDefinitions}) with a Delta table holding {@code data} (a Dataset; null: empty,
-   * of the definition's schema): {@code O}, or an error.
+   * Creates, replaces (or, with {@code orCreate}, creates) the table {@code definition}
+   * describes (see {@link TableDefinitions}) as a Delta table holding {@code data} (a Dataset;
+   * null: empty, of the definition's schema): {@code O}, or an error.
    */
-  String replace(Object session, java.util.Map definition, Object data);
+  String define(Object session, java.util.Map definition, Object data);
 
   /**
    * Runs a MERGE on the Delta table at {@code table} ({@code name}: its catalog name, or

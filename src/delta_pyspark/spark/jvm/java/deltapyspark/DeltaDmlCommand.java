@@ -6,8 +6,9 @@ import org.apache.spark.sql.types.StructType;
 import scala.collection.immutable.Seq;
 
 /**
- * A Delta MERGE, UPDATE or DELETE that Spark parsed and resolved ({@link DeltaDml}): Spark
- * runs it as any command, and {@link Call#run} hands it to the Python core, whose answer is
+ * A statement Spark parsed that the Python core runs on a Delta table: MERGE, UPDATE or
+ * DELETE once resolved ({@link DeltaDml}), or a statement of {@link SparkParsedStatements}.
+ * Spark runs it as any command, and {@link Call#run} hands it to the Python core, whose answer is
  * the statement's result rows (or an error).
  */
 public final class DeltaDmlCommand extends LeafCommand {
@@ -21,12 +22,13 @@ public final class DeltaDmlCommand extends LeafCommand {
   private final Call call;
   private final Seq output;
 
-  /** {@code columns}: the DDL of the statement's result columns. */
+  /** {@code columns}: the DDL of the statement's result columns (empty: none). */
   public DeltaDmlCommand(String description, String columns, Call call) {
     this.description = description;
     this.columns = columns;
     this.call = call;
-    this.output = DataTypeUtils.toAttributes(StructType.fromDDL(columns));
+    this.output =
+        DataTypeUtils.toAttributes(columns.isEmpty() ? new StructType() : StructType.fromDDL(columns));
   }
 
   public Seq run(SparkSession session) {

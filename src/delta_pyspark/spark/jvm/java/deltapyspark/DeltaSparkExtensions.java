@@ -12,7 +12,8 @@ import scala.runtime.BoxedUnit;
 /**
  * delta-pyspark's session extension ({@code spark.sql.extensions}): the SQL parser that names
  * the table of {@code delta.`path`} to the source ({@link DeltaSqlParser}, and {@link
- * DeltaTableReferences} for plans the parser does not see), the rules that run
+ * DeltaTableReferences} for plans the parser does not see), Spark-parsed statements whose
+ * answer on a Delta table is Delta's ({@link SparkParsedStatements}), the rules that run
  * Spark's MERGE, UPDATE and DELETE on Delta tables as the Python core's commands ({@link
  * MergeStars}, {@link DeltaDml}), time travel to a bound parameter ({@link BoundTimeTravel}),
  * the rule that runs
@@ -39,6 +40,12 @@ public final class DeltaSparkExtensions extends AbstractFunction1 {
         new AbstractFunction1() {
           public Object apply(Object session) {
             return new MergeStars();
+          }
+        });
+    extensions.injectHintResolutionRule(
+        new AbstractFunction1() {
+          public Object apply(Object session) {
+            return new SparkParsedStatements((SparkSession) session);
           }
         });
     extensions.injectResolutionRule(

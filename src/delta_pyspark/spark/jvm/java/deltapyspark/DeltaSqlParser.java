@@ -12,7 +12,7 @@ import org.apache.spark.sql.catalyst.parser.ParseException;
 import org.apache.spark.sql.catalyst.parser.ParserInterface;
 import org.apache.spark.sql.catalyst.plans.logical.InsertIntoStatement;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
-import org.apache.spark.sql.catalyst.plans.logical.ReplaceTableAsSelect;
+import org.apache.spark.sql.execution.command.ExplainCommand;
 import org.apache.spark.sql.catalyst.plans.logical.SubqueryAlias;
 import org.apache.spark.sql.catalyst.types.DataTypeUtils;
 import org.apache.spark.sql.types.DataType;
@@ -38,8 +38,9 @@ import scala.runtime.AbstractPartialFunction;
  *       name) on a Delta table becomes
  *       the {@code versionAsOf}/{@code timestampAsOf} options of a read of its path: Spark
  *       supports the syntax for its V2 tables only.
- *   <li>{@code [CREATE OR] REPLACE TABLE ... USING delta} becomes a {@link DeltaReplace}:
- *       Spark plans replacements for V2 catalogs only.
+ *   <li>{@code [CREATE OR] REPLACE TABLE ... USING delta} becomes a {@link DefineDeltaTable}:
+ *       Spark plans replacements for V2 catalogs only; so does a {@code CREATE TABLE} Spark's
+ *       own command cannot make ({@link TableDefinitions#isDeltaCreate}).
  * </ul>
  */
 public final class DeltaSqlParser implements ParserInterface {
@@ -91,19 +92,35 @@ public final class DeltaSqlParser implements ParserInterface {
         String ddl = fields[0];
         StructType schema = ddl.isEmpty() ? new StructType() : StructType.fromDDL(ddl);
         return new DeltaCommand(
-            sql, DataTypeUtils.toAttributes(schema), DeltaCommand.parameters(fields));
+            sql,
+            DataTypeUtils.toAttributes(schema),
+            DeltaCommand.parameters(java.util.Arrays.asList(fields).subList(1, fields.length)));
       }
     }
     LogicalPlan plan = delegate.parsePlan(sql);
-    if (TableDefinitions.isDeltaReplace(plan)) {
-      commands(); // a replace runs in Python: fail now if it is not there
-      return new DeltaReplace(
-          TableDefinitions.ofPlan(plan),
-          plan instanceof ReplaceTableAsSelect
-              ? withPaths(((ReplaceTableAsSelect) plan).query())
-              : null);
+    LogicalPlan defined = defined(plan);
+    if (defined != null) {
+      return defined;
+    }
+    if (plan instanceof ExplainCommand) {
+      ExplainCommand explain = (ExplainCommand) plan;
+      defined = defined(explain.logicalPlan());
+      if (defined != null) {
+        return new ExplainCommand(defined, explain.mode());
+      }
     }
     return withPaths(plan);
+  }
+
+  /** {@code plan} as a {@link DefineDeltaTable} when it defines a Delta table, else null. */
+  private LogicalPlan defined(LogicalPlan plan) {
+    if (!TableDefinitions.isDeltaReplace(plan) && !TableDefinitions.isDeltaCreate(plan)) {
+      return null;
+    }
+    commands(); // the definition runs in Python: fail now if it is not there
+    LogicalPlan query = TableDefinitions.queryOf(plan);
+    return new DefineDeltaTable(
+        TableDefinitions.ofPlan(plan), query == null ? null : withPaths(query));
   }
 
   public LogicalPlan parseQuery(String sql) throws ParseException {
@@ -294,10 +311,15 @@ public final class DeltaSqlParser implements ParserInterface {
 
   /** A relation's multipart name as {@link DeltaCommands#timeTravel} takes it. */
   private static String nameParts(UnresolvedRelation relation) {
+    return nameParts(relation.multipartIdentifier());
+  }
+
+  /** Multipart name {@code parts}, each followed by a NUL, as the Python side takes them. */
+  static String nameParts(Seq parts) {
     StringBuilder name = new StringBuilder();
-    scala.collection.Iterator parts = relation.multipartIdentifier().iterator();
-    while (parts.hasNext()) {
-      name.append((String) parts.next()).append('\0');
+    scala.collection.Iterator it = parts.iterator();
+    while (it.hasNext()) {
+      name.append((String) it.next()).append('\0');
     }
     return name.toString();
   }

@@ -226,10 +226,17 @@ public final class DeltaWrites extends Rule {
       return truncate;
     }
     // the Python statement refuses a partition spec, as delta-spark does
-    String partition = truncate.partitionSpec().isDefined() ? " PARTITION" : "";
-    String sql = "TRUNCATE TABLE " + table.identifier().quotedString() + partition;
-    return new DeltaCommand(
-        sql, scala.collection.immutable.Nil$.MODULE$, scala.collection.immutable.Nil$.MODULE$);
+    final String partition = truncate.partitionSpec().isDefined() ? "partition" : "";
+    final String names = DeltaSqlParser.nameParts(table.identifier().nameParts());
+    return new DeltaDmlCommand(
+        "TRUNCATE TABLE " + table.identifier().quotedString(),
+        "",
+        new DeltaDmlCommand.Call() {
+          public Object run(SparkSession session) {
+            return DeltaSqlParser.commands()
+                .runSparkStatement(session, "TRUNCATE TABLE", names, partition);
+          }
+        });
   }
 
   private static boolean hasLog(CatalogTable table) {

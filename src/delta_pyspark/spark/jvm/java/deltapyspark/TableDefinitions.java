@@ -6,6 +6,8 @@ import java.util.Map;
 import org.apache.spark.sql.catalyst.analysis.UnresolvedIdentifier;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.Literal;
+import org.apache.spark.sql.catalyst.plans.logical.CreateTable;
+import org.apache.spark.sql.catalyst.plans.logical.CreateTableAsSelect;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.ReplaceTable;
 import org.apache.spark.sql.catalyst.plans.logical.ReplaceTableAsSelect;
@@ -13,6 +15,9 @@ import org.apache.spark.sql.catalyst.plans.logical.TableSpecBase;
 import org.apache.spark.sql.catalyst.plans.logical.UnresolvedTableSpec;
 import org.apache.spark.sql.connector.expressions.NamedReference;
 import org.apache.spark.sql.connector.expressions.Transform;
+import org.apache.spark.sql.types.Metadata;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
 import scala.Option;
 import scala.Tuple2;
 import scala.collection.Iterator;
@@ -21,35 +26,118 @@ import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * A table definition Spark only plans for V2 catalogs ({@code CREATE OR REPLACE TABLE}, {@code
- * REPLACE TABLE}, {@code DataFrameWriterV2}), as plain values the Python layer can act on: a
- * map with {@code name} (the multipart name), {@code provider}, {@code location}, {@code
- * comment} (each null when absent), {@code properties} and {@code options} (string maps),
- * {@code partitioning} and {@code clustering} (column names), {@code schema} (JSON, for a
- * REPLACE TABLE without a query) and {@code orCreate}.
+ * REPLACE TABLE}, {@code DataFrameWriterV2}) or cannot make ({@link #isDeltaCreate}), as plain
+ * values the Python layer can act on: a map with {@code name} (the multipart name), {@code
+ * provider}, {@code location}, {@code comment} (each null when absent), {@code properties} and
+ * {@code options} (string maps), {@code partitioning} and {@code clustering} (column names),
+ * {@code schema} (JSON, for a statement without a query), {@code orCreate}, {@code create} and
+ * {@code ifNotExists}.
  */
 public final class TableDefinitions {
+  /** The table property that asks for a catalog-managed table. */
+  private static final String CATALOG_MANAGED = "delta.feature.catalogManaged";
+  /** Spark parser's column metadata for {@code GENERATED ALWAYS AS (expr)} and identity. */
+  private static final String SPARK_GENERATION = "GENERATION_EXPRESSION";
+  private static final String SPARK_IDENTITY_START = "identity.start";
+
   private TableDefinitions() {}
 
-  /** Whether {@code plan} replaces a table with a Delta table ({@code USING delta}). */
-  static boolean isDeltaReplace(LogicalPlan plan) {
+  /**
+   * Whether {@code plan} creates a Delta table Spark's own CREATE TABLE cannot make: at a
+   * {@code delta.`path`} (Spark would look {@code delta} up as a database; any provider, which
+   * the Python layer refuses unless it is delta), or {@code USING delta} with identity or
+   * generated columns (Spark's session catalog refuses them), or catalog-managed (made by the
+   * attached catalog).
+   */
+  static boolean isDeltaCreate(LogicalPlan plan) {
+    LogicalPlan name;
     TableSpecBase spec;
-    if (plan instanceof ReplaceTableAsSelect) {
-      spec = ((ReplaceTableAsSelect) plan).tableSpec();
-    } else if (plan instanceof ReplaceTable) {
-      spec = ((ReplaceTable) plan).tableSpec();
+    StructType schema;
+    if (plan instanceof CreateTable) {
+      name = ((CreateTable) plan).name();
+      spec = ((CreateTable) plan).tableSpec();
+      schema = ((CreateTable) plan).tableSchema();
+    } else if (plan instanceof CreateTableAsSelect) {
+      name = ((CreateTableAsSelect) plan).name();
+      spec = ((CreateTableAsSelect) plan).tableSpec();
+      schema = new StructType();
     } else {
       return false;
     }
+    if (!(name instanceof UnresolvedIdentifier)) {
+      return false;
+    }
+    Seq parts = ((UnresolvedIdentifier) name).nameParts();
+    if (parts.size() == 2 && "delta".equalsIgnoreCase((String) parts.head())) {
+      return true;
+    }
+    if (!isDelta(spec)) {
+      return false;
+    }
+    Iterator keys = spec.properties().keysIterator();
+    while (keys.hasNext()) {
+      if (CATALOG_MANAGED.equalsIgnoreCase((String) keys.next())) {
+        return true;
+      }
+    }
+    StructField[] fields = schema.fields();
+    for (int i = 0; i < fields.length; i++) {
+      Metadata metadata = fields[i].metadata();
+      if (metadata.contains(SPARK_GENERATION) || metadata.contains(SPARK_IDENTITY_START)) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** Whether {@code plan} replaces a table with a Delta table ({@code USING delta}). */
+  static boolean isDeltaReplace(LogicalPlan plan) {
+    if (plan instanceof ReplaceTableAsSelect) {
+      return isDelta(((ReplaceTableAsSelect) plan).tableSpec());
+    }
+    return plan instanceof ReplaceTable && isDelta(((ReplaceTable) plan).tableSpec());
+  }
+
+  private static boolean isDelta(TableSpecBase spec) {
     return spec.provider().isDefined() && "delta".equalsIgnoreCase((String) spec.provider().get());
   }
 
-  /** The definition of a {@code [CREATE OR] REPLACE TABLE} statement's plan. */
+  /** The query of a plan {@link #ofPlan} takes (AS SELECT), else null. */
+  static LogicalPlan queryOf(LogicalPlan plan) {
+    if (plan instanceof ReplaceTableAsSelect) {
+      return ((ReplaceTableAsSelect) plan).query();
+    }
+    return plan instanceof CreateTableAsSelect ? ((CreateTableAsSelect) plan).query() : null;
+  }
+
+  /**
+   * The definition of a {@code [CREATE OR] REPLACE TABLE} or {@code CREATE TABLE} statement's
+   * plan ({@code create}: true for the latter, with {@code ifNotExists}).
+   */
   static Map ofPlan(LogicalPlan plan) {
     Map definition = new HashMap();
     LogicalPlan name;
     TableSpecBase spec;
     Seq partitioning;
-    if (plan instanceof ReplaceTableAsSelect) {
+    definition.put("create", Boolean.FALSE);
+    if (plan instanceof CreateTable) {
+      CreateTable create = (CreateTable) plan;
+      name = create.name();
+      spec = create.tableSpec();
+      partitioning = create.partitioning();
+      definition.put("create", Boolean.TRUE);
+      definition.put("ifNotExists", Boolean.valueOf(create.ignoreIfExists()));
+      definition.put("schema", create.tableSchema().json());
+      definition.put("options", new HashMap());
+    } else if (plan instanceof CreateTableAsSelect) {
+      CreateTableAsSelect create = (CreateTableAsSelect) plan;
+      name = create.name();
+      spec = create.tableSpec();
+      partitioning = create.partitioning();
+      definition.put("create", Boolean.TRUE);
+      definition.put("ifNotExists", Boolean.valueOf(create.ignoreIfExists()));
+      definition.put("options", CollectionConverters.asJava(create.writeOptions()));
+    } else if (plan instanceof ReplaceTableAsSelect) {
       ReplaceTableAsSelect replace = (ReplaceTableAsSelect) plan;
       name = replace.name();
       spec = replace.tableSpec();
