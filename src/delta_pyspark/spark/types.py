@@ -6,10 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from delta_pyspark.core.protocol import identity_columns as identity
-from delta_pyspark.core.protocol.generated_columns import (
-    GENERATION_EXPRESSION_KEY,
-    split_generation_clauses,
-)
+from delta_pyspark.core.protocol.generated_columns import GENERATION_EXPRESSION_KEY
 from delta_pyspark.core.protocol.schema import DataType, StructField, StructType
 
 
@@ -25,30 +22,6 @@ def to_spark_type(dt: DataType) -> Any:
 
 def from_spark_schema(schema: Any) -> StructType:
     return StructType.from_json(schema.jsonValue())
-
-
-def spark_schema_from_ddl(spark: Any, ddl: str) -> Any:
-    """Column definitions (``id BIGINT NOT NULL COMMENT 'k', v INT``) as Spark's own parser
-    reads them (PySpark's drops NOT NULL and comments): a PySpark ``StructType``. Identity
-    clauses (``GENERATED ALWAYS AS IDENTITY (...)``) become the columns' Delta metadata, and a
-    ``GENERATED ALWAYS AS (expr)`` clause the column's ``delta.generationExpression``."""
-    import json
-
-    from pyspark.sql.types import StructType as SparkStruct
-
-    from delta_pyspark.core.protocol.identity_columns import split_identity_clauses
-    from delta_pyspark.spark.jvm.helpers import struct_type_json
-
-    ddl, identities = split_identity_clauses(ddl)
-    ddl, generated = split_generation_clauses(ddl)
-    parsed = json.loads(struct_type_json(spark, ddl))
-    for index, metadata in identities.items():
-        parsed["fields"][index]["metadata"].update(metadata)
-    for f in parsed["fields"]:  # GENERATED ALWAYS AS (expr): Spark's parser has no such clause
-        expression = generated.pop(f["name"], None)
-        if expression is not None:
-            f["metadata"] = {**f.get("metadata", {}), GENERATION_EXPRESSION_KEY: expression}
-    return SparkStruct.fromJson(parsed)
 
 
 # Spark's parser's column metadata for GENERATED ALWAYS AS (expr) and GENERATED ... AS

@@ -1,14 +1,18 @@
 """Statements Spark's own parser reads whose answer on a Delta table is Delta's: SHOW
 TBLPROPERTIES (the log's properties and protocol, not a catalog entry's), DESCRIBE TABLE and
 SHOW COLUMNS of a ``delta.`path``` (Spark would look ``delta`` up as a database; a name's
-catalog entry answers these), DROP TABLE of the attached catalog's tables, and TRUNCATE TABLE
-of a Delta table (as a new version: Spark's own command would delete the log).
+catalog entry answers these), DROP TABLE of the attached catalog's tables, TRUNCATE TABLE of
+a Delta table (as a new version: Spark's own command would delete the log), and the ALTER
+TABLE forms Spark's grammar has (``alter.spark_parsed``).
 
 The session extension's rule (``SparkParsedStatements.java``) finds them in Spark's parsed
 plan (TRUNCATE: ``DeltaWrites.java`` in the resolved one) and asks here by kind, the table's
-name parts and one argument: the property key, ``extended`` or ``partition``."""
+name parts and one argument: the property key, ``extended``, ``partition`` or an ALTER
+TABLE's change as JSON."""
 
 from __future__ import annotations
+
+import json
 
 from pyspark.sql import DataFrame, SparkSession
 
@@ -18,6 +22,7 @@ from delta_pyspark.core.snapshot.delta_log import DeltaLog
 from delta_pyspark.exceptions import DeltaAnalysisException
 from delta_pyspark.spark.catalog.managed_tables import catalog_table_name, drop_catalog_table
 from delta_pyspark.spark.types import to_spark_type
+from delta_pyspark.sql import alter
 from delta_pyspark.sql.statement import Statement
 from delta_pyspark.sql.text import TableRef
 
@@ -40,6 +45,8 @@ def statement(kind: str, parts: tuple[str, ...], argument: str) -> Statement | N
         return _drop(parts)
     if kind == "TRUNCATE TABLE":
         return _truncate(ref, argument == "partition")
+    if kind == "ALTER TABLE":
+        return alter.spark_parsed(ref, json.loads(argument))
     raise ValueError(f"not a statement Spark hands over: {kind}")
 
 

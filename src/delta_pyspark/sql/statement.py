@@ -38,11 +38,21 @@ def where(p: StatementParser, *stops: str) -> str | None:
 
 
 def as_of(p: StatementParser, required: bool) -> tuple[int | None, str | None]:
-    if p.accept("VERSION", "AS", "OF"):
-        return p.integer("a version number after VERSION AS OF"), None
-    if p.accept("TIMESTAMP", "AS", "OF"):
+    """delta-spark's temporal clause: ``[FOR] {VERSION | SYSTEM_VERSION} AS OF v`` (a number,
+    or a string holding one) or ``[FOR] {TIMESTAMP | SYSTEM_TIME} AS OF 'ts'``."""
+    synonym = p.accept("FOR")
+    if p.accept("VERSION", "AS", "OF") or p.accept("SYSTEM_VERSION", "AS", "OF"):
+        token = p.peek()
+        if token is None or token.kind != "string":
+            return p.integer("a version number after VERSION AS OF"), None
+        text = p.literal("a version number after VERSION AS OF")
+        if not text.strip().isdigit():
+            p.pos -= 1
+            p.fail("a version number after VERSION AS OF")
+        return int(text), None
+    if p.accept("TIMESTAMP", "AS", "OF") or p.accept("SYSTEM_TIME", "AS", "OF"):
         return None, p.literal("a timestamp string after TIMESTAMP AS OF")
-    if required:
+    if required or synonym:
         p.fail("VERSION AS OF <version> or TIMESTAMP AS OF '<timestamp>'")
     return None, None
 

@@ -405,13 +405,3 @@ class StatementParser:
             value = " ".join(unquote(t) for t in item.tokens[eq + 1 :])
             out[key] = value
         return out
-
-    def keys(self) -> list[str]:
-        return ["".join(unquote(t) for t in item.tokens) for item in self.items()]
-
-    def names(self) -> list[str]:
-        """A column list's names (``a, `b c```), as written but unquoted."""
-        return [
-            unquote(item.tokens[0]) if len(item.tokens) == 1 else item.all_text()
-            for item in self.items()
-        ]

@@ -31,7 +31,6 @@ from delta_pyspark.core.protocol.generated_columns import (
     generation_expressions,
     partition_expressions,
     partition_filter,
-    split_generation_clauses,
 )
 from delta_pyspark.core.protocol.schema import PrimitiveType, StructType, schema_to_string
 from delta_pyspark.core.protocol.schema_arrow import to_arrow_schema
@@ -131,27 +130,6 @@ def test_creation_checks_accept_valid_expressions() -> None:
     with pytest.raises(GeneratedColumnError, match="VARIANT") as caught:
         check_generation_expressions(variant)
     assert caught.value.condition == "DELTA_UNSUPPORTED_DATA_TYPE_IN_GENERATED_COLUMN"
-
-
-def test_split_generation_clauses() -> None:
-    ddl = (
-        "ts TIMESTAMP, `d x` DATE GENERATED ALWAYS AS (CAST(ts AS DATE)) COMMENT 'c(', "
-        "y INT generated always as ( year(ts) + (1 - 1) ) NOT NULL, "
-        "s STRUCT<a: INT, b: STRING> COMMENT 'GENERATED ALWAYS AS (x)', "
-        "t STRING GENERATED ALWAYS AS (concat(s.b, ')'))"
-    )
-    rest, found = split_generation_clauses(ddl)
-    assert found == {
-        "d x": "CAST(ts AS DATE)",
-        "y": "year(ts) + (1 - 1)",
-        "t": "concat(s.b, ')')",
-    }
-    assert rest == (
-        "ts TIMESTAMP, `d x` DATE  COMMENT 'c(', y INT  NOT NULL, "
-        "s STRUCT<a: INT, b: STRING> COMMENT 'GENERATED ALWAYS AS (x)', t STRING "
-    )
-    with pytest.raises(GeneratedColumnError, match="without its"):
-        split_generation_clauses("a INT GENERATED ALWAYS AS (1 + 2")
 
 
 def test_recognised_partition_expressions() -> None:

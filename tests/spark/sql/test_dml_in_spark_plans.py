@@ -16,7 +16,7 @@ from pyspark.errors import AnalysisException, ParseException, UnsupportedOperati
 from pyspark.sql import functions as F
 
 from delta_pyspark.core.snapshot.delta_log import DeltaLog
-from delta_pyspark.exceptions import DeltaAnalysisException, DeltaError
+from delta_pyspark.exceptions import DeltaAnalysisException, DeltaError, DeltaParseException
 
 _names = itertools.count()
 
@@ -314,6 +314,28 @@ def test_time_travel_to_a_bound_timestamp(spark: Any, table: Table) -> None:
         with pytest.raises(AnalysisException, match="UNBOUND_SQL_PARAMETER") as unbound:
             spark.sql(literal, args={"other": moment}).collect()
         assert unbound.value.getCondition() == "UNBOUND_SQL_PARAMETER"
+    finally:
+        spark.conf.unset("spark.sql.session.timeZone")
+
+
+def test_time_travel_synonyms(spark: Any, table: Table) -> None:
+    """delta-spark's spellings of time travel, in queries (Spark's grammar) and RESTORE."""
+    spark.sql(f"DELETE FROM {table.ref} WHERE id = 0")
+    first = DeltaLog(table.path).snapshot(0).timestamp
+    moment = datetime.fromtimestamp(first / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+    spark.conf.set("spark.sql.session.timeZone", "UTC")
+    try:
+        for clause in (
+            "VERSION AS OF '0'",
+            "FOR SYSTEM_VERSION AS OF 0",
+            f"FOR SYSTEM_TIME AS OF '{moment}'",
+        ):
+            query = f"SELECT count(*) AS n FROM {table.ref} {clause}"
+            assert spark.sql(query).first().n == 5, clause
+        spark.sql(f"RESTORE TABLE {table.ref} TO SYSTEM_VERSION AS OF '0'")
+        assert _rows(spark, table.path) == [(i, 10 * i) for i in range(5)]
+        with pytest.raises(DeltaParseException, match="a version number after VERSION AS OF"):
+            spark.sql(f"RESTORE TABLE {table.ref} TO VERSION AS OF 'zero'")
     finally:
         spark.conf.unset("spark.sql.session.timeZone")
 

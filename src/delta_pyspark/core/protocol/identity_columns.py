@@ -13,7 +13,6 @@ change (delta-spark's MetadataChangedException), so their values never overlap.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -30,7 +29,6 @@ from delta_pyspark.core.protocol.schema import (
 from delta_pyspark.core.storage.locations import join
 from delta_pyspark.core.storage.log_store import log_store_for
 from delta_pyspark.exceptions import (
-    DeltaParseException,
     IdentityColumnDataTypeError,
     IdentityColumnExplicitInsertError,
     IdentityColumnIllegalStepError,
@@ -234,62 +232,3 @@ def only_high_water_marks_moved(read: Metadata, winner: Metadata) -> bool:
         return without_marks(read) == without_marks(winner)
     except (ValueError, AttributeError, TypeError):
         return False  # a schema this check cannot read: the winner conflicts
-
-
-IDENTITY_CLAUSE = re.compile(
-    r"\bGENERATED\s+(ALWAYS|BY\s+DEFAULT)\s+AS\s+IDENTITY\b(\s*\(([^)]*)\))?", re.IGNORECASE
-)
-_SEQUENCE_OPTION = re.compile(r"(START\s+WITH|INCREMENT\s+BY)\s+([+-]?\d+)", re.IGNORECASE)
-
-
-def split_identity_clauses(ddl: str) -> tuple[str, dict[int, dict[str, Any]]]:
-    """Column definitions with their ``GENERATED {ALWAYS | BY DEFAULT} AS IDENTITY
-    [(START WITH n INCREMENT BY m)]`` clauses (which Spark's schema parser does not know)
-    taken out: the remaining text, and the identity metadata by column position."""
-    found: dict[int, dict[str, Any]] = {}
-    pieces, last = [], 0
-    for match in IDENTITY_CLAUSE.finditer(ddl):
-        column = _top_level_commas(ddl[: match.start()])
-        if column is None:
-            continue  # inside a quoted comment or a nested type
-        found[column] = _clause_metadata(match)
-        pieces.append(ddl[last : match.start()])
-        last = match.end()
-    pieces.append(ddl[last:])
-    return "".join(pieces), found
-
-
-def _clause_metadata(match: re.Match[str]) -> dict[str, Any]:
-    options = {"START": 1, "INCREMENT": 1}
-    text = (match.group(3) or "").strip()
-    consumed = 0
-    for option in _SEQUENCE_OPTION.finditer(text):
-        if text[consumed : option.start()].strip():
-            break
-        options[option.group(1).split()[0].upper()] = int(option.group(2))
-        consumed = option.end()
-    if text[consumed:].strip():
-        raise DeltaParseException(
-            f"IDENTITY column options: expected START WITH <n> and/or INCREMENT BY <n>, found "
-            f"{text!r}"
-        )
-    by_default = match.group(1).upper() != "ALWAYS"
-    return identity_metadata(options["START"], options["INCREMENT"], by_default)
-
-
-def _top_level_commas(text: str) -> int | None:
-    """How many column-separating commas ``text`` holds; None if it ends inside a quoted
-    string or a bracket (the clause found there is not a column's)."""
-    commas, depth, quote = 0, 0, ""
-    for ch in text:
-        if quote:
-            quote = "" if ch == quote else quote
-        elif ch in "'\"`":
-            quote = ch
-        elif ch in "(<":
-            depth += 1
-        elif ch in ")>":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            commas += 1
-    return None if quote or depth else commas

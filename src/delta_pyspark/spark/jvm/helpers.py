@@ -169,17 +169,6 @@ def ansi_store_assignable(spark: SparkSession, source_json: str, target_json: st
     return bool(cast.canANSIStoreAssign(types.fromJson(source_json), types.fromJson(target_json)))
 
 
-def data_type_json(spark: SparkSession, ddl: str) -> str:
-    """A SQL type as Spark parses it (``decimal(10,2)``, ``struct<a:int>``), as its JSON."""
-    return str(jvm(spark).org.apache.spark.sql.types.DataType.fromDDL(ddl).json())
-
-
-def struct_type_json(spark: SparkSession, ddl: str) -> str:
-    """Column definitions as Spark's own parser reads them (NOT NULL and comments kept), as
-    the JSON of a ``StructType``."""
-    return str(jvm(spark).org.apache.spark.sql.types.StructType.fromDDL(ddl).json())
-
-
 def serve_delta_source(spark: SparkSession, tables: Any) -> bool:
     """Register ``tables`` (the Python side of ``DeltaTables.java``) with the session's
     ``DeltaSource``; False when the helper jar is not on the session's class path."""

@@ -1,8 +1,11 @@
 package deltapyspark;
 
 import org.apache.spark.sql.SparkSession;
+import java.util.Map;
 import org.apache.spark.sql.catalyst.analysis.UnresolvedIdentifier;
+import org.apache.spark.sql.catalyst.analysis.UnresolvedTable;
 import org.apache.spark.sql.catalyst.analysis.UnresolvedTableOrView;
+import org.apache.spark.sql.catalyst.plans.logical.AlterTableCommand;
 import org.apache.spark.sql.catalyst.plans.logical.DescribeRelation;
 import org.apache.spark.sql.catalyst.plans.logical.DropTable;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
@@ -17,7 +20,8 @@ import scala.runtime.AbstractPartialFunction;
  * Statements Spark's own parser reads whose answer on a Delta table is Delta's, found in the
  * parsed plan before resolution (Spark's V1 session catalog would answer from its entry, or
  * look {@code delta} up as a database): SHOW TBLPROPERTIES of a Delta table, DESCRIBE TABLE
- * and SHOW COLUMNS of a {@code delta.`path`}, DROP TABLE of the attached catalog's tables.
+ * and SHOW COLUMNS of a {@code delta.`path`}, DROP TABLE of the attached catalog's tables, and
+ * the ALTER TABLE forms Spark's grammar has ({@link AlterTableChanges}) on a Delta table.
  * Python decides which are Delta's ({@code delta_pyspark.sql.spark_statements}); those become
  * a {@link DeltaDmlCommand} running there, the others stay Spark's.
  */
@@ -36,10 +40,24 @@ public final class SparkParsedStatements extends Rule {
                 return node instanceof ShowTableProperties
                     || node instanceof DescribeRelation
                     || node instanceof ShowColumns
-                    || node instanceof DropTable;
+                    || node instanceof DropTable
+                    || node instanceof AlterTableCommand;
               }
 
               public Object applyOrElse(Object node, scala.Function1 fallback) {
+                if (node instanceof AlterTableCommand) {
+                  AlterTableCommand alter = (AlterTableCommand) node;
+                  Map change = AlterTableChanges.of(alter);
+                  Seq parts =
+                      change != null && alter.table() instanceof UnresolvedTable
+                          ? ((UnresolvedTable) alter.table()).multipartIdentifier()
+                          : null;
+                  return delta(
+                      (LogicalPlan) node,
+                      "ALTER TABLE",
+                      parts,
+                      parts == null ? "" : AlterTableChanges.json(change));
+                }
                 if (node instanceof ShowTableProperties) {
                   ShowTableProperties show = (ShowTableProperties) node;
                   String key = show.propertyKey().isDefined() ? (String) show.propertyKey().get() : "";
