@@ -397,6 +397,7 @@ def _drop_commits_up_to(path: str, version: int) -> None:
                 shutil.move(str(file), str(aside))
 
 
+@pytest.mark.long  # CI's second step, for the quick run's time
 def test_checkpoint_written_here_reads_identically_in_delta_rs(spark: Any, tmp_path: Path) -> None:
     path = str(tmp_path / "cp")
     parts = ["p", "q"]

@@ -280,6 +280,7 @@ def test_merge_computes_and_checks(spark: Any, tmp_path: Path, vectors: bool) ->
     assert _version(path) == version and _rows(spark, path) == before
 
 
+@pytest.mark.long  # CI's second step, for the quick run's time
 def test_filters_on_the_source_prune_generated_partitions(spark: Any, tmp_path: Path) -> None:
     path = str(tmp_path / "t")
     # no statistics: only the partition values can skip files

@@ -179,6 +179,7 @@ def _run_threads(target: Any, writers: list[int]) -> list[BaseException]:
     return errors
 
 
+@pytest.mark.long  # CI's second step, for the quick run's time
 @pytest.mark.parametrize("partitioned", [True, False], ids=["partitioned", "unpartitioned"])
 def test_threads_in_one_application_append_concurrently(
     spark: Any, tmp_path: Path, partitioned: bool, caplog: pytest.LogCaptureFixture

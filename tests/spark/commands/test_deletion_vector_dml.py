@@ -393,6 +393,7 @@ def _outcomes(fn: Any, n: int) -> list[BaseException | None]:
         return list(pool.map(run, range(n)))
 
 
+@pytest.mark.long  # CI's second step, for the quick run's time
 def test_five_merges_into_the_same_row_one_commits(spark: Any, tmp_path: Path) -> None:
     path = str(tmp_path / "t")
     _make(spark, path)

@@ -584,6 +584,7 @@ def _ranged_table(spark: Any, path: str, dv: bool) -> None:
         "deletion-vectors",
     ],
 )
+@pytest.mark.long  # CI's second step, for the quick run's time
 def test_merge_row_matched_twice_fails_whatever_the_clauses_do(
     spark: Any,
     tmp_path: Path,
@@ -789,6 +790,7 @@ def test_merge_source_rows_of_many_partitions_keep_distinct_ids(spark: Any, tmp_
     assert _rows(spark, path) == [(i, -i, "src", "c") for i in range(200)]
 
 
+@pytest.mark.long  # CI's second step, for the quick run's time
 @pytest.mark.parametrize("extra", [2, 200], ids=["small-source", "large-source"])
 def test_merge_inserts_with_not_matched_by_source(spark: Any, tmp_path: Path, extra: int):
     """Without persisted pairs the insert step anti-joins the files with matches (large
@@ -919,6 +921,7 @@ def test_dml_on_table_with_deletion_vectors_and_column_mapping(
     assert rows() == model | {(9, 1000): "appended"}
 
 
+@pytest.mark.long  # CI's second step, for the quick run's time
 def test_merge_from_streaming_foreach_batch(spark: Any, tmp_path: Path):
     path = str(tmp_path / "t")
     _make(spark, path, _base(), partitioned=True, files=2)

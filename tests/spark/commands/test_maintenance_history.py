@@ -327,6 +327,7 @@ def test_restore_with_a_concurrent_append(spark: Any, tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------------- CLONE
 
 
+@pytest.mark.long  # CI's second step, for the quick run's time
 @pytest.mark.parametrize("shallow", [True, False], ids=["shallow", "deep"])
 def test_clone_rows_history_and_independence(
     spark: Any, tmp_path: Path, partitioned: bool, shallow: bool

@@ -180,6 +180,7 @@ def test_compaction_rewrites_small_files_into_one_per_partition(
     assert history.operationMetrics["numRemovedFiles"] == str(before_files.num_rows)
 
 
+@pytest.mark.long  # CI's second step, for the quick run's time
 def test_second_compaction_commits_nothing(spark: Any, tmp_path: Path) -> None:
     path = str(tmp_path / "t")
     _table(spark, path, partitioned=True)
@@ -192,6 +193,7 @@ def test_second_compaction_commits_nothing(spark: Any, tmp_path: Path) -> None:
     assert m.filesAdded.min is None and m.filesAdded.totalFiles == 0
 
 
+@pytest.mark.long  # CI's second step, for the quick run's time
 def test_where_limits_compaction_to_matching_partitions(spark: Any, tmp_path: Path) -> None:
     path = str(tmp_path / "t")
     _table(spark, path, partitioned=True)
@@ -378,6 +380,7 @@ def test_a_rewrite_that_loses_rows_is_never_committed(
 # ----------------------------------------------------------------------------- concurrency
 
 
+@pytest.mark.long  # CI's second step, for the quick run's time
 def test_blind_append_between_read_and_commit_does_not_conflict(spark: Any, tmp_path: Path) -> None:
     path = str(tmp_path / "t")
     _table(spark, path, partitioned=True)
@@ -399,6 +402,7 @@ def test_blind_append_between_read_and_commit_does_not_conflict(spark: Any, tmp_
     assert appended <= set(snapshot.files.column("path").to_pylist())
 
 
+@pytest.mark.long  # CI's second step, for the quick run's time
 def test_concurrent_delete_of_an_input_file_fails_and_commits_nothing(
     spark: Any, tmp_path: Path
 ) -> None:

@@ -131,6 +131,7 @@ def test_s3_and_s3a_name_one_table_and_deltalake_reads_every_version(
         assert sorted(theirs.to_pyarrow_table().column("id").to_pylist()) == ids
 
 
+@pytest.mark.long  # CI's second step, for the quick run's time
 def test_we_read_and_extend_a_table_deltalake_wrote_on_s3(
     spark: Any, s3a_bucket: str, s3_server: S3Server
 ) -> None:

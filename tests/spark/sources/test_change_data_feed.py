@@ -152,6 +152,7 @@ def _differences(
     return sorted(tuple(r) for r in mine), expected
 
 
+@pytest.mark.long  # CI's second step, for the quick run's time
 @pytest.mark.parametrize("dv", [False, True])
 def test_same_feed_as_deltalake_on_tables_written_here(
     spark: Any, tmp_path: Path, dv: bool

@@ -38,6 +38,7 @@ def _stream(spark: Any, src: str, dst: str, checkpoint: str, **options: Any) -> 
     return sorted(tuple(r) for r in spark.read.format("delta").load(dst).select(*COLUMNS).collect())
 
 
+@pytest.mark.long  # CI's second step, for the quick run's time
 @pytest.mark.parametrize("dv", [False, True])
 def test_stream_from_a_version_matches_the_batch_feed(spark: Any, tmp_path: Path, dv: bool) -> None:
     src, dst = str(tmp_path / "src"), str(tmp_path / "dst")
@@ -64,6 +65,7 @@ def test_stream_from_a_version_matches_the_batch_feed(spark: Any, tmp_path: Path
     assert schema["_commit_version"] == "bigint" and schema["_commit_timestamp"] == "timestamp"
 
 
+@pytest.mark.long  # CI's second step, for the quick run's time
 def test_stream_starts_with_the_snapshot_and_resumes(spark: Any, tmp_path: Path) -> None:
     src, dst, cp = str(tmp_path / "src"), str(tmp_path / "dst"), str(tmp_path / "cp")
     table = _table(spark, src)
