@@ -55,6 +55,10 @@ def alter(p: StatementParser) -> Statement | None:
         )
     if p.accept("DROP", "FEATURE"):
         return _drop_feature(p, table)
+    if table.delta_path is not None and (p.at("RENAME", "TO") or p.at("SET", "LOCATION")):
+        # a path has no catalog entry to rename or move (on a name, Spark's own commands)
+        clause = " ".join(t.text.upper() for t in p.tokens[p.pos : p.pos + 2])
+        return _refused(table, clause)
     if p.accept("ALTER") or p.accept("CHANGE"):
         p.accept("COLUMN")
         column = _column_path(p)
@@ -72,13 +76,17 @@ def spark_parsed(table: TableRef, change: dict[str, Any]) -> Statement:
     clause = op.replace("_", " ").upper()
     run = _RUNS.get(op)
     if run is None:
-        refusal = (
-            f"ALTER TABLE ... {clause} is not supported on Delta tables (supported: SET/UNSET "
-            "TBLPROPERTIES, ADD/DROP CONSTRAINT, ADD COLUMNS, RENAME COLUMN, DROP COLUMN(S), "
-            "ALTER/CHANGE COLUMN, CLUSTER BY, DROP FEATURE)"
-        )
-        return Statement("ALTER TABLE", table, "", nothing, spark_knows=True, refusal=refusal)
+        return _refused(table, clause)
     return _statement(clause, table, lambda spark, path: run(spark, path, change))
+
+
+def _refused(table: TableRef, clause: str) -> Statement:
+    refusal = (
+        f"ALTER TABLE ... {clause} is not supported on Delta tables (supported: SET/UNSET "
+        "TBLPROPERTIES, ADD/DROP CONSTRAINT, ADD COLUMNS, RENAME COLUMN, DROP COLUMN(S), "
+        "ALTER/CHANGE COLUMN, CLUSTER BY, DROP FEATURE)"
+    )
+    return Statement("ALTER TABLE", table, "", nothing, spark_knows=True, refusal=refusal)
 
 
 def _statement(kind: str, table: TableRef, run: Callable[[SparkSession, str], object]) -> Statement:
