@@ -19,6 +19,9 @@ SESSION_DEFAULTS = {
     # Scans name the snapshot's files explicitly; above this many paths Spark "lists" them
     # with a distributed job (one task per file): 1,000 files took 9-13 s vs 1.7-2.6 s.
     "spark.sql.sources.parallelPartitionDiscovery.threshold": "100000",
+    # Spark 4.1 shreds VARIANT columns on write by default: files a table may hold only with
+    # the variantShredding table feature, which we do not write (a no-op on 4.0).
+    "spark.sql.variant.writeShredding.enabled": "false",
 }
 
 SESSION_TIME_ZONE_CONF = "spark.sql.session.timeZone"

@@ -316,7 +316,7 @@ def test_files_with_different_columns_merge(spark: Any, tmp_path: Path) -> None:
         pa.table({"a": pa.array([3], pa.int64()), "b": pa.array(["x"])}), root / "f2.parquet"
     )
     (root / "_SUCCESS").write_text("")
-    (root / ".f1.parquet.crc").write_text("junk")
+    (root / ".f3.parquet").write_text("junk")  # hidden: not read, or conversion would fail
     DeltaTable.convertToDelta(spark, str(root))
     rows = sorted(tuple(r) for r in spark.read.format("delta").load(str(root)).collect())
     assert rows == [(1, None), (2, None), (3, "x")]

@@ -236,6 +236,7 @@ def test_reading_nothing_or_a_non_delta_prefix_on_s3(spark: Any, s3a_bucket: str
 
 
 def test_the_s3_option_brings_hadoops_s3a_connector_for_pysparks_hadoop() -> None:
+    import pyspark
     from pyspark.sql import SparkSession
 
     from delta_pyspark import configure_spark_with_delta
@@ -246,10 +247,13 @@ def test_the_s3_option_brings_hadoops_s3a_connector_for_pysparks_hadoop() -> Non
         s3=True,
     )
     options = builder._options
+    # PySpark's Hadoop: 3.4.1 in PySpark 4.0.1, 3.4.2 in 4.1, ...
+    (client,) = (Path(pyspark.__file__).parent / "jars").glob("hadoop-client-api-*.jar")
+    hadoop = client.name.removeprefix("hadoop-client-api-").removesuffix(".jar")
     assert options["spark.jars.packages"].split(",") == [
         "org.example:x:1",
         "org.example:y:2",
-        "org.apache.hadoop:hadoop-aws:3.4.1",  # PySpark 4.0.1 ships Hadoop 3.4.1
+        f"org.apache.hadoop:hadoop-aws:{hadoop}",
     ]
     assert options["spark.hadoop.fs.s3.impl"] == "org.apache.hadoop.fs.s3a.S3AFileSystem"
     given = configure_spark_with_delta(

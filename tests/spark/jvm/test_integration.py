@@ -113,12 +113,38 @@ def test_equal_vectors_make_equal_scans(spark: Any) -> None:
     assert one.toString() == "DeletedRows(3 rows in 2 files)"
 
 
-def test_only_the_pinned_spark_minor_version_is_accepted() -> None:
-    helper_jar.check_spark_version("4.0.7")
-    with pytest.raises(DeltaJvmExtensionError, match=r"PySpark 4\.0\.x .* has PySpark 3\.5\.1"):
-        helper_jar.check_spark_version("3.5.1")
-    with pytest.raises(DeltaJvmExtensionError, match=r"has PySpark 4\.1\.0"):
-        helper_jar.check_spark_version("4.1.0")
+def test_spark_4_0_to_4_3_are_accepted_and_others_refused_by_name() -> None:
+    for version in ("4.0.1", "4.1.4", "4.2.1", "4.3.0"):
+        helper_jar.check_spark_version(version)
+    for version in ("3.5.1", "4.4.0", "5.0.0"):
+        with pytest.raises(
+            DeltaJvmExtensionError, match=rf"PySpark 4\.0 to 4\.3 .* has PySpark {version}"
+        ):
+            helper_jar.check_spark_version(version)
+
+
+def test_each_spark_version_compiles_the_newest_versioned_files_not_newer_than_it() -> None:
+    def versioned(version: str) -> dict[str, str]:
+        chosen = helper_jar.helper_sources(version)
+        apart = [p for p in chosen if helper_jar.VERSIONED_SOURCES in p.parents]
+        common = {p.name for p in chosen} - {p.name for p in apart}
+        assert common >= {"DeltaSqlParser.java", "Products.java"}
+        return {p.name: p.parent.parent.name for p in apart}
+
+    assert versioned("4.0.1") == {
+        "SparkVersion.java": "spark-4.0",
+        "VersionedParser.java": "spark-4.0",
+    }
+    assert versioned("4.2.1") == {
+        "ParserParameters.java": "spark-4.1",
+        "SparkVersion.java": "spark-4.0",
+        "VersionedParser.java": "spark-4.1",
+    }
+    assert versioned("4.3.0") == {
+        "ParserParameters.java": "spark-4.1",
+        "SparkVersion.java": "spark-4.3",
+        "VersionedParser.java": "spark-4.3",
+    }
 
 
 def test_spark_connect_is_refused_by_name(monkeypatch: pytest.MonkeyPatch) -> None:

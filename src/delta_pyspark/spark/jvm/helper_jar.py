@@ -4,9 +4,10 @@ put on the driver's and executors' class path through ``spark.jars``.
 
 ``DeltaSource`` is the ``delta`` data source Spark resolves itself (registered through the
 jar's ``META-INF/services``), whose ``DeltaFileIndex`` asks the Python core for the files of
-each scan; ``DeltaSparkExtensions`` is its session extension. The classes subclass Spark's
-internal ``ParquetFileFormat`` and column vectors, so they are written for ``SPARK_VERSION``
-and another Spark minor version is refused.
+each scan; ``DeltaSparkExtensions`` is its session extension. The classes use Spark's
+internal API (``ParquetFileFormat``, column vectors, parsed plans), which changes between
+minor versions: what differs is isolated in ``versions/spark-X.Y/``, whose files replace
+those of older versions for Spark X.Y and later, and a Spark outside ``SUPPORTED`` is refused.
 """
 
 from __future__ import annotations
@@ -20,27 +21,48 @@ from pathlib import Path
 
 from delta_pyspark.exceptions import DeltaJvmExtensionError
 
-SPARK_VERSION = "4.0"  # the Spark minor version the Java sources and the private API match
-
+SUPPORTED = ((4, 0), (4, 3))  # the oldest and newest Spark minor versions the sources match
 
 SOURCES = Path(__file__).parent / "java"
+VERSIONED_SOURCES = Path(__file__).parent / "versions"
 
 
 _JANINO_MAIN = "org.codehaus.commons.compiler.samples.CompilerDemo"
 
 
+def _minor(version: str) -> tuple[int, int]:
+    major, minor = version.split(".")[:2]
+    return int(major), int(minor)
+
+
 def check_spark_version(version: str | None = None) -> None:
-    """Refuse a PySpark other than ``SPARK_VERSION``.x: the helper compiles against Spark's
-    internal classes, whose signatures change between minor versions."""
+    """Refuse a PySpark outside ``SUPPORTED``: the helper compiles against Spark's internal
+    classes, whose signatures change between minor versions, so an untried one is not
+    guessed at."""
     import pyspark
 
     version = version or pyspark.__version__
-    if version.split(".")[:2] != SPARK_VERSION.split("."):
+    oldest, newest = SUPPORTED
+    if not oldest <= _minor(version) <= newest:
         raise DeltaJvmExtensionError(
-            f"delta-pyspark works with PySpark {SPARK_VERSION}.x (its JVM helper is compiled "
-            f"against Spark's internals), this process has PySpark {version}: install "
-            f"pyspark=={SPARK_VERSION}.*"
+            f"delta-pyspark works with PySpark {oldest[0]}.{oldest[1]} to {newest[0]}.{newest[1]}"
+            f" (its JVM helper is compiled against Spark's internals), this process has PySpark "
+            f"{version}: install a pyspark in that range"
         )
+
+
+def helper_sources(version: str) -> list[Path]:
+    """The Java sources for Spark ``version``: the common ones, and of each versioned file
+    the copy of the newest ``versions/spark-X.Y`` not newer than ``version``."""
+    chosen: dict[str, Path] = {}
+    releases = sorted(
+        (_minor(d.name.removeprefix("spark-")), d) for d in VERSIONED_SOURCES.glob("spark-*")
+    )
+    for release, directory in releases:
+        if release <= _minor(version):
+            for src in directory.rglob("*.java"):
+                chosen[src.relative_to(directory).as_posix()] = src
+    return sorted(SOURCES.rglob("*.java")) + [chosen[name] for name in sorted(chosen)]
 
 
 def _spark_jars() -> Path:
@@ -71,11 +93,11 @@ def extension_jar() -> str:
     """Path of the helper jar, compiled on first use for these sources and this Spark."""
     import pyspark
 
-    sources = sorted(SOURCES.rglob("*.java"))
+    sources = helper_sources(pyspark.__version__)
     resources = sorted(p for p in (SOURCES / "META-INF").rglob("*") if p.is_file())
     digest = hashlib.sha256(pyspark.__version__.encode())
     for src in sources + resources:
-        digest.update(src.relative_to(SOURCES).as_posix().encode() + src.read_bytes())
+        digest.update(src.name.encode() + src.read_bytes())
     jar = _cache_dir() / f"delta-pyspark-jvm-{digest.hexdigest()[:16]}.jar"
     if not jar.exists():
         _compile(sources, resources, jar)

@@ -117,7 +117,8 @@ public final class DefineDeltaTable extends LeafCommand {
             if (node instanceof UnresolvedWith) { // its CTEs' plans are no children
               scala.collection.Iterator ctes = ((UnresolvedWith) node).cteRelations().iterator();
               while (ctes.hasNext()) {
-                collect((LogicalPlan) ((scala.Tuple2) ctes.next())._2(), found);
+                // (name, plan), or (name, plan, ...) from Spark 4.3 on
+                collect((LogicalPlan) ((scala.Product) ctes.next()).productElement(1), found);
               }
             }
             scala.collection.Iterator expressions = ((LogicalPlan) node).expressions().iterator();

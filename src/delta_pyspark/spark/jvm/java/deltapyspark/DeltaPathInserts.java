@@ -49,13 +49,6 @@ public final class DeltaPathInserts extends Rule {
 
   /** {@code insert} writing to {@code table} (no child of the statement, so no transform's). */
   static InsertIntoStatement withTable(InsertIntoStatement insert, LogicalPlan table) {
-    return insert.copy(
-        table,
-        insert.partitionSpec(),
-        insert.userSpecifiedCols(),
-        insert.query(),
-        insert.overwrite(),
-        insert.ifPartitionNotExists(),
-        insert.byName());
+    return (InsertIntoStatement) Products.with(insert, new Object[] {"table", table});
   }
 }

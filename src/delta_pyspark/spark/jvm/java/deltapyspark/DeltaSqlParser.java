@@ -43,16 +43,15 @@ import scala.runtime.AbstractPartialFunction;
  *       own command cannot make ({@link TableDefinitions#isDeltaCreate}).
  * </ul>
  */
-public final class DeltaSqlParser implements ParserInterface {
+public final class DeltaSqlParser extends VersionedParser {
   private static volatile DeltaCommands commands;
   private static volatile java.util.Set openings = java.util.Collections.emptySet();
 
   private final SparkSession session;
-  private final ParserInterface delegate;
 
   public DeltaSqlParser(SparkSession session, ParserInterface delegate) {
+    super(delegate);
     this.session = session;
-    this.delegate = delegate;
   }
 
   /**
@@ -81,6 +80,10 @@ public final class DeltaSqlParser implements ParserInterface {
   }
 
   public LogicalPlan parsePlan(String sql) throws ParseException {
+    return parse(sql, null);
+  }
+
+  LogicalPlan parse(String sql, Object parameters) throws ParseException {
     DeltaCommands registered = commands;
     if (registered != null && mayBeDeltaStatement(sql)) {
       String answer = registered.describe(session, sql, SqlTokens.encode(sql));
@@ -91,13 +94,15 @@ public final class DeltaSqlParser implements ParserInterface {
         String[] fields = answer.substring(1).split("\0", -1);
         String ddl = fields[0];
         StructType schema = ddl.isEmpty() ? new StructType() : StructType.fromDDL(ddl);
-        return new DeltaCommand(
-            sql,
-            DataTypeUtils.toAttributes(schema),
-            DeltaCommand.parameters(java.util.Arrays.asList(fields).subList(1, fields.length)));
+        return withParameters(
+            new DeltaCommand(
+                sql,
+                DataTypeUtils.toAttributes(schema),
+                DeltaCommand.parameters(java.util.Arrays.asList(fields).subList(1, fields.length))),
+            parameters);
       }
     }
-    LogicalPlan plan = delegate.parsePlan(sql);
+    LogicalPlan plan = sparkParse(sql, parameters);
     LogicalPlan defined = defined(plan);
     if (defined != null) {
       return defined;

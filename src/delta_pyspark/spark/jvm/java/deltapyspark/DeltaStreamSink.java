@@ -2,7 +2,6 @@ package deltapyspark;
 
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.execution.streaming.Sink;
-import org.apache.spark.sql.execution.streaming.StreamExecution;
 
 /**
  * {@code df.writeStream.format("delta").start(path)}: each micro-batch is one transaction of
@@ -10,6 +9,12 @@ import org.apache.spark.sql.execution.streaming.StreamExecution;
  * batch id as a {@code txn} action, so a batch replayed after a failure is skipped.
  */
 public final class DeltaStreamSink implements Sink {
+  /**
+   * The local property naming the running query (StreamExecution.QUERY_ID_KEY, whose class
+   * moved package in Spark 4.1: the key itself has not changed).
+   */
+  private static final String QUERY_ID_KEY = "sql.streaming.queryId";
+
   private final String path;
   private final String outputMode;
   private final String options;
@@ -26,7 +31,7 @@ public final class DeltaStreamSink implements Sink {
     // the batch as a plain DataFrame: a streaming one cannot be written by a batch writer
     org.apache.spark.sql.classic.Dataset batch =
         session.internalCreateDataFrame(rows.queryExecution().toRdd(), rows.schema(), false);
-    String queryId = session.sparkContext().getLocalProperty(StreamExecution.QUERY_ID_KEY());
+    String queryId = session.sparkContext().getLocalProperty(QUERY_ID_KEY);
     String answer =
         DeltaSource.tables()
             .writeStream(session, path, batchId, queryId, outputMode, options, batch);

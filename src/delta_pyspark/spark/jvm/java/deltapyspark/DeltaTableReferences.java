@@ -5,6 +5,7 @@ import java.util.Map;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.analysis.RelationTimeTravel;
 import org.apache.spark.sql.catalyst.analysis.UnresolvedRelation;
+import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.Literal$;
 import org.apache.spark.sql.catalyst.plans.logical.InsertIntoStatement;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
@@ -55,7 +56,8 @@ public final class DeltaTableReferences extends Rule {
               public boolean isDefinedAt(Object node) {
                 return DeltaSqlParser.isDeltaPath(node)
                     || travelsByOptions(node)
-                    || node instanceof OverwriteByExpression;
+                    || node instanceof OverwriteByExpression
+                    || SparkVersion.insertReplaceWhere(node) != null;
               }
 
               public Object applyOrElse(Object node, scala.Function1 fallback) {
@@ -66,7 +68,26 @@ public final class DeltaTableReferences extends Rule {
                   return byOptions((UnresolvedRelation) node);
                 }
                 if (node instanceof OverwriteByExpression) {
-                  return replaceWhere((OverwriteByExpression) node);
+                  OverwriteByExpression overwrite = (OverwriteByExpression) node;
+                  return replaceWhere(
+                      overwrite,
+                      // its table: Janino finds two table() methods on Spark 4.3
+                      (LogicalPlan) overwrite.productElement(0),
+                      overwrite.deleteExpr(),
+                      overwrite.query(),
+                      overwrite.writeOptions(),
+                      overwrite.isByName());
+                }
+                Expression where = SparkVersion.insertReplaceWhere(node);
+                if (where != null) {
+                  InsertIntoStatement insert = (InsertIntoStatement) node;
+                  return replaceWhere(
+                      insert,
+                      insert.table(),
+                      where,
+                      insert.query(),
+                      scala.collection.immutable.Map$.MODULE$.empty(),
+                      insert.byName());
                 }
                 return fallback.apply(node);
               }
@@ -76,18 +97,24 @@ public final class DeltaTableReferences extends Rule {
   /**
    * An overwrite of the rows matching a condition, on a Delta table, as Spark's insert with
    * the condition as the {@code replaceWhere} write option (the condition as SQL text, which
-   * the write parses); any other table's is left to Spark.
+   * the write parses); any other table's ({@code statement} itself) is left to Spark.
    */
-  private LogicalPlan replaceWhere(OverwriteByExpression overwrite) {
-    if (!(overwrite.table() instanceof UnresolvedRelation)) {
-      return overwrite;
+  private LogicalPlan replaceWhere(
+      LogicalPlan statement,
+      LogicalPlan written,
+      Expression condition,
+      LogicalPlan query,
+      scala.collection.Map writeOptions,
+      boolean byName) {
+    if (!(written instanceof UnresolvedRelation)) {
+      return statement;
     }
-    UnresolvedRelation table = (UnresolvedRelation) overwrite.table();
+    UnresolvedRelation table = (UnresolvedRelation) written;
     boolean byPath = DeltaSqlParser.isDeltaPath(table);
     if (!byPath && !DeltaSqlParser.isDeltaTable(session, table)) {
-      return overwrite;
+      return statement;
     }
-    if (overwrite.deleteExpr().containsPattern(
+    if (condition.containsPattern(
         org.apache.spark.sql.catalyst.trees.TreePattern$.MODULE$.PARAMETER())) {
       throw DeltaSqlParser.refused(
           "UNSUPPORTED_FEATURE.PARAMETER_MARKER_IN_UNEXPECTED_STATEMENT",
@@ -95,9 +122,9 @@ public final class DeltaTableReferences extends Rule {
               + "a Delta table: write the values into the condition.");
     }
     Map options = new HashMap(table.options().asCaseSensitiveMap());
-    scala.collection.Iterator written = overwrite.writeOptions().iterator();
-    while (written.hasNext()) {
-      scala.Tuple2 option = (scala.Tuple2) written.next();
+    scala.collection.Iterator given = writeOptions.iterator();
+    while (given.hasNext()) {
+      scala.Tuple2 option = (scala.Tuple2) given.next();
       options.put(option._1(), option._2());
     }
     for (Object key : options.keySet()) {
@@ -105,19 +132,23 @@ public final class DeltaTableReferences extends Rule {
         throw DeltaSqlParser.refused(REPLACE_WHERE_IN_OVERWRITE, REPLACE_WHERE_IN_OVERWRITE_TEXT);
       }
     }
-    options.put(REPLACE_WHERE, overwrite.deleteExpr().sql());
+    options.put(REPLACE_WHERE, condition.sql());
     UnresolvedRelation target =
         new UnresolvedRelation(
             table.multipartIdentifier(), new CaseInsensitiveStringMap(options), false);
     InsertIntoStatement insert =
-        new InsertIntoStatement(
-            target,
-            scala.collection.immutable.Map$.MODULE$.empty(),
-            scala.collection.immutable.Nil$.MODULE$,
-            overwrite.query(),
-            true,
-            false,
-            overwrite.isByName());
+        (InsertIntoStatement)
+            Products.create(
+                InsertIntoStatement.class,
+                new Object[] {
+                  target,
+                  scala.collection.immutable.Map$.MODULE$.empty(),
+                  scala.collection.immutable.Nil$.MODULE$,
+                  query,
+                  Boolean.TRUE,
+                  Boolean.FALSE,
+                  Boolean.valueOf(byName)
+                });
     return byPath
         ? DeltaPathInserts.withTable(insert, DeltaSqlParser.withPath(target))
         : insert;

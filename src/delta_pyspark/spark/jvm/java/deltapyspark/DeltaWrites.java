@@ -274,17 +274,13 @@ public final class DeltaWrites extends Rule {
 
   /** {@code table} with {@code options} as its storage properties and {@code schema}. */
   private static CatalogTable withOptions(CatalogTable table, Map options, StructType schema) {
-    CatalogStorageFormat storage = table.storage();
-    return table.copy(
-        table.identifier(), table.tableType(),
-        storage.copy(
-            storage.locationUri(), storage.inputFormat(), storage.outputFormat(), storage.serde(),
-            storage.compressed(), options),
-        schema, table.provider(), table.partitionColumnNames(), table.bucketSpec(),
-        table.owner(), table.createTime(), table.lastAccessTime(), table.createVersion(),
-        table.properties(), table.stats(), table.viewText(), table.comment(), table.collation(),
-        table.unsupportedFeatures(), table.tracksPartitionsInCatalog(),
-        table.schemaPreservesCase(), table.ignoredProperties(), table.viewOriginalText());
+    return (CatalogTable)
+        Products.with(
+            table,
+            new Object[] {
+              "storage", Products.with(table.storage(), new Object[] {"properties", options}),
+              "schema", schema
+            });
   }
 
   private static String jsonStrings(Seq values) {
@@ -340,38 +336,34 @@ public final class DeltaWrites extends Rule {
       String schemaJson, String[] partitionColumns) {
     TableIdentifier ident =
         new TableIdentifier(table, Option.apply(database), Option.apply("spark_catalog"));
-    CatalogStorageFormat storage =
-        new CatalogStorageFormat(
-            Option.apply(new Path(location).toUri()),
-            Option.empty(),
-            Option.empty(),
-            Option.empty(),
-            false,
-            (Map) scala.collection.immutable.Map$.MODULE$.empty().updated(CATALOG_OPTION, "true"));
+    Object storage =
+        Products.with(
+            CatalogStorageFormat.empty(),
+            new Object[] {
+              "locationUri", Option.apply(new Path(location).toUri()),
+              "properties",
+                  scala.collection.immutable.Map$.MODULE$.empty().updated(CATALOG_OPTION, "true")
+            });
+    Object created =
+        Products.create(
+            CatalogTable.class,
+            new Object[] {
+              ident,
+              managed ? CatalogTableType.MANAGED() : CatalogTableType.EXTERNAL(),
+              storage,
+              DataType.fromJson(schemaJson)
+            });
     CatalogTable entry =
-        new CatalogTable(
-            ident,
-            managed ? CatalogTableType.MANAGED() : CatalogTableType.EXTERNAL(),
-            storage,
-            (StructType) DataType.fromJson(schemaJson),
-            Option.apply("delta"),
-            scala.collection.immutable.List$.MODULE$.from(
-                scala.Predef$.MODULE$.wrapRefArray((Object[]) partitionColumns)),
-            Option.empty(),
-            "",
-            System.currentTimeMillis(),
-            -1L,
-            session.version(),
-            scala.collection.immutable.Map$.MODULE$.empty(),
-            Option.empty(),
-            Option.empty(),
-            Option.empty(),
-            Option.empty(),
-            scala.collection.immutable.Nil$.MODULE$,
-            false,
-            true,
-            scala.collection.immutable.Map$.MODULE$.empty(),
-            Option.empty());
+        (CatalogTable)
+            Products.with(
+                created,
+                new Object[] {
+                  "provider", Option.apply("delta"),
+                  "partitionColumnNames",
+                      scala.collection.immutable.List$.MODULE$.from(
+                          scala.Predef$.MODULE$.wrapRefArray((Object[]) partitionColumns)),
+                  "createVersion", session.version()
+                });
     session.sessionState().catalog().createTable(entry, false, false);
   }
 
@@ -409,13 +401,9 @@ public final class DeltaWrites extends Rule {
           org.apache.spark.sql.types.DataTypes.createStructType(data));
     } else {
       catalog.alterTable(
-          entry.copy(
-              entry.identifier(), entry.tableType(), entry.storage(), schema, entry.provider(),
-              partitions, entry.bucketSpec(), entry.owner(), entry.createTime(),
-              entry.lastAccessTime(), entry.createVersion(), entry.properties(), entry.stats(),
-              entry.viewText(), entry.comment(), entry.collation(), entry.unsupportedFeatures(),
-              entry.tracksPartitionsInCatalog(), entry.schemaPreservesCase(),
-              entry.ignoredProperties(), entry.viewOriginalText()));
+          (CatalogTable)
+              Products.with(
+                  entry, new Object[] {"schema", schema, "partitionColumnNames", partitions}));
     }
     catalog.refreshTable(ident); // plans resolved from now on see the new columns
   }
@@ -434,17 +422,19 @@ public final class DeltaWrites extends Rule {
     CatalogTable entry = catalog.getTableMetadata(ident);
     CatalogStorageFormat storage = entry.storage();
     catalog.alterTable(
-        entry.copy(
-            entry.identifier(), entry.tableType(),
-            storage.copy(
-                storage.locationUri(), storage.inputFormat(), storage.outputFormat(),
-                storage.serde(), storage.compressed(),
-                (Map) storage.properties().updated(CATALOG_OPTION, "true")),
-            entry.schema(), Option.apply("delta"), entry.partitionColumnNames(),
-            entry.bucketSpec(), entry.owner(), entry.createTime(), entry.lastAccessTime(),
-            entry.createVersion(), entry.properties(), entry.stats(), entry.viewText(),
-            entry.comment(), entry.collation(), entry.unsupportedFeatures(), false,
-            entry.schemaPreservesCase(), entry.ignoredProperties(), entry.viewOriginalText()));
+        (CatalogTable)
+            Products.with(
+                entry,
+                new Object[] {
+                  "storage",
+                  Products.with(
+                      storage,
+                      new Object[] {
+                        "properties", storage.properties().updated(CATALOG_OPTION, "true")
+                      }),
+                  "provider", Option.apply("delta"),
+                  "tracksPartitionsInCatalog", Boolean.FALSE
+                }));
     catalog.refreshTable(ident);
   }
 }

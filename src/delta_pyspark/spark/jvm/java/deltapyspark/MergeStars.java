@@ -126,7 +126,9 @@ public final class MergeStars extends Rule {
     for (int i = 0; i < out.length; i++) {
       Object action = actions.apply(i);
       if (action instanceof UpdateStarAction) {
-        out[i] = new UpdateAction(((UpdateStarAction) action).condition(), nil());
+        out[i] = Products.create(
+                UpdateAction.class,
+                new Object[] {((UpdateStarAction) action).condition(), nil()});
       } else if (action instanceof InsertStarAction) {
         out[i] = new InsertAction(((InsertStarAction) action).condition(), nil());
       } else {

@@ -66,7 +66,7 @@ public final class SparkParsedStatements extends Rule {
                 if (node instanceof DescribeRelation) {
                   DescribeRelation describe = (DescribeRelation) node;
                   Seq parts =
-                      describe.partitionSpec().isEmpty() ? tableOrView(describe.relation()) : null;
+                      SparkVersion.describesTable(describe) ? tableOrView(describe.relation()) : null;
                   return delta(
                       describe, "DESCRIBE TABLE", parts, describe.isExtended() ? "extended" : "");
                 }
