@@ -1,4 +1,5 @@
-"""``delta-pyspark`` command line: inspect tables without starting Spark.
+"""``delta-pyspark`` command line: inspect tables without starting Spark, or serve Spark
+Connect clients with Delta (``connect-server``).
 
 ``--json`` output is a stable, machine-readable contract; human output uses rich.
 Errors print one line to stderr and exit non-zero (``--traceback`` for details).
@@ -209,6 +210,12 @@ def cmd_catalog(args: argparse.Namespace) -> None:
             _print_json_or_rows(args, done, "published versions")
 
 
+def cmd_connect_server(args: argparse.Namespace) -> None:
+    from delta_pyspark.connect_server import serve  # starts Spark: imported only here
+
+    serve(args.port, args.host, args.master)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="delta-pyspark", description=__doc__)
     parser.add_argument("--traceback", action="store_true", help="show tracebacks on errors")
@@ -237,6 +244,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     cat.add_argument("--json", action="store_true", help="machine-readable output")
     cat.set_defaults(func=cmd_catalog)
+    server = sub.add_parser(
+        "connect-server", help="a Spark Connect server with Delta (stops on SIGTERM)"
+    )
+    server.add_argument("--port", type=int, default=15002)
+    server.add_argument("--host", default="localhost", help="the address to listen on")
+    server.add_argument("--master", default="local[*]", help="Spark's master")
+    server.set_defaults(func=cmd_connect_server)
     return parser
 
 

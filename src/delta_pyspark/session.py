@@ -20,7 +20,7 @@ from pyspark.sql import SparkSession
 from delta_pyspark import sql
 from delta_pyspark.exceptions import DeltaIllegalArgumentException
 from delta_pyspark.spark.conf import SESSION_DEFAULTS
-from delta_pyspark.spark.jvm.bridge import check_not_connect
+from delta_pyspark.spark.jvm.bridge import check_connect_is_local
 from delta_pyspark.spark.jvm.helper_jar import (
     check_spark_version,
     hadoop_version,
@@ -32,6 +32,9 @@ from delta_pyspark.spark.sources.callback_service import EXTENSIONS
 #: Hadoop's S3A connector (its version must be PySpark's Hadoop release)
 HADOOP_AWS = "org.apache.hadoop:hadoop-aws"
 S3A_FILE_SYSTEM = "org.apache.hadoop.fs.s3a.S3AFileSystem"
+CONNECT_INTERCEPTORS = "spark.connect.grpc.interceptor.classes"
+CONNECT_COMMANDS = "spark.connect.extensions.command.classes"
+CONNECT_WRITES = "deltapyspark.ConnectWrites"
 
 # delta-spark's session settings name JVM classes of its jar. Code ported from delta-spark
 # keeps them: they are read as names for ours, and removed from the builder (Spark would fail
@@ -55,7 +58,7 @@ def configure_spark_with_delta(
     ``s3://`` paths use it as ``s3a://`` ones do."""
     options = getattr(builder, "_options", {})
     check_spark_version()
-    check_not_connect(options)
+    check_connect_is_local(options)
     _take_delta_spark_confs(options)
     for key, value in SESSION_DEFAULTS.items():
         builder = builder.config(key, value)
@@ -69,10 +72,14 @@ def configure_spark_with_delta(
     if packages:
         builder = builder.config("spark.jars.packages", ",".join(packages))
     builder = builder.config("spark.jars", with_extension_jar(options.get("spark.jars")))
-    extensions = [e for e in (options.get("spark.sql.extensions") or "").split(",") if e]
-    if EXTENSIONS not in extensions:
-        extensions.append(EXTENSIONS)
-    builder = builder.config("spark.sql.extensions", ",".join(extensions))
+    for key, value in (
+        ("spark.sql.extensions", EXTENSIONS),
+        # a Spark Connect server's saveAsTable/writeTo of Delta tables (ConnectWrites.java)
+        (CONNECT_INTERCEPTORS, CONNECT_WRITES),
+        (CONNECT_COMMANDS, CONNECT_WRITES),
+    ):
+        listed = _listed(options.get(key))
+        builder = builder.config(key, ",".join(listed if value in listed else [*listed, value]))
     install()
     return builder
 

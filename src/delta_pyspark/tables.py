@@ -9,6 +9,7 @@ from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
 
+from delta_pyspark.connect import over_connect
 from delta_pyspark.core.commands import clustering
 from delta_pyspark.core.commands.protocol_upgrade import add_feature, upgrade_protocol
 from delta_pyspark.core.protocol.actions import remove_actions
@@ -68,6 +69,7 @@ class DeltaTable:
     # ------------------------------------------------------------ construction
 
     @classmethod
+    @over_connect
     def forPath(
         cls,
         sparkSession: SparkSession,
@@ -88,6 +90,7 @@ class DeltaTable:
         return cls(sparkSession, path)
 
     @classmethod
+    @over_connect
     def forName(cls, sparkSession: SparkSession, tableOrViewName: str) -> DeltaTable:
         args.check_str(tableOrViewName, "tableOrViewName")
         location = table_location(sparkSession, tableOrViewName)
@@ -98,25 +101,30 @@ class DeltaTable:
         return cls(sparkSession, location)
 
     @classmethod
+    @over_connect
     def isDeltaTable(cls, sparkSession: SparkSession, identifier: str) -> bool:
         args.check_str(identifier, "identifier")
         return DeltaLog(identifier).is_delta_table()
 
     @classmethod
+    @over_connect
     def create(cls, sparkSession: SparkSession | None = None) -> DeltaTableBuilder:
         return DeltaTableBuilder(sparkSession or SparkSession.getActiveSession(), "create")
 
     @classmethod
+    @over_connect
     def createIfNotExists(cls, sparkSession: SparkSession | None = None) -> DeltaTableBuilder:
         return DeltaTableBuilder(
             sparkSession or SparkSession.getActiveSession(), "createIfNotExists"
         )
 
     @classmethod
+    @over_connect
     def replace(cls, sparkSession: SparkSession | None = None) -> DeltaTableBuilder:
         return DeltaTableBuilder(sparkSession or SparkSession.getActiveSession(), "replace")
 
     @classmethod
+    @over_connect
     def createOrReplace(cls, sparkSession: SparkSession | None = None) -> DeltaTableBuilder:
         return DeltaTableBuilder(sparkSession or SparkSession.getActiveSession(), "createOrReplace")
 
@@ -351,6 +359,7 @@ class DeltaTable:
         return DeltaTable(self._spark, result.target_root)
 
     @classmethod
+    @over_connect
     def convertToDelta(
         cls,
         sparkSession: SparkSession,

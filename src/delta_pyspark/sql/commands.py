@@ -16,7 +16,7 @@ from delta_pyspark.spark.catalog.session_catalog import refresh_delta_entry
 from delta_pyspark.spark.commands.table_writes import TableDefinition, replace_table
 from delta_pyspark.spark.jvm.bridge import java_frame, python_column, python_frame, python_session
 from delta_pyspark.spark.jvm.helpers import serve_sql_commands
-from delta_pyspark.spark.jvm.hooks import table_definition
+from delta_pyspark.spark.jvm.hooks import classic_in_callbacks, table_definition
 from delta_pyspark.spark.sources.callback_service import answer_error
 from delta_pyspark.sql import dml, spark_statements
 from delta_pyspark.sql.create_table import create_table
@@ -52,6 +52,7 @@ def _checked_target(spark: SparkSession, statement: Statement) -> str | None:
     return path
 
 
+@classic_in_callbacks
 class DeltaCommands:
     """The JVM's ``deltapyspark.DeltaCommands``: Delta statements parsed and run here."""
 

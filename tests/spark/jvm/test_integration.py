@@ -147,7 +147,9 @@ def test_each_spark_version_compiles_the_newest_versioned_files_not_newer_than_i
     }
 
 
-def test_spark_connect_is_refused_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_builder_for_a_remote_connect_server_is_refused_by_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     from pyspark.sql import SparkSession
 
     from delta_pyspark import configure_spark_with_delta

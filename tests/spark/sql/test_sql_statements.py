@@ -200,9 +200,7 @@ def test_merge_into_a_table_of_another_format_is_spark_s(spark: Any, tmp_path: P
     """As with delta-spark: Spark plans MERGE for its V2 tables only, and says so."""
     spark.range(3).write.format("parquet").saveAsTable("sql_parquet_target")
     try:
-        with pytest.raises(
-            UnsupportedOperationException, match=v1_dml_refusal("MERGE INTO TABLE")
-        ):
+        with pytest.raises(UnsupportedOperationException, match=v1_dml_refusal("MERGE INTO TABLE")):
             spark.sql(
                 "MERGE INTO sql_parquet_target t USING (SELECT 1 AS id) s ON t.id = s.id "
                 "WHEN MATCHED THEN DELETE"

@@ -5,7 +5,8 @@ turned off while our own plans are built (``internal_plans``).
 
 py4j is reached through ``spark._jvm``/``_jsparkSession``/``df._jdf`` only here; the rest of
 the package asks this package's modules with DataFrames, Columns and plain values. A Spark Connect
-session has no JVM in this process: ``classic_session`` refuses it by name.
+session has no JVM session in Python: ``classic_session`` refuses it by name (``connect``
+reaches the classic session behind one whose server is in this process).
 """
 
 from __future__ import annotations
@@ -22,17 +23,21 @@ if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, Observation, SparkSession
 
 
-def check_not_connect(options: dict[str, Any]) -> None:
-    """Refuse a builder set up for Spark Connect (``remote(...)``, ``SPARK_REMOTE``)."""
-    if options.get("spark.remote") or os.environ.get("SPARK_REMOTE"):
+def check_connect_is_local(options: dict[str, Any]) -> None:
+    """Refuse a builder for a Spark Connect server elsewhere (``remote("sc://...")``,
+    ``SPARK_REMOTE``): the Python core must be in the server's process. A local one
+    (``remote("local[*]")``, ``spark.api.mode=connect``) runs the server in this process."""
+    remote = str(options.get("spark.remote") or os.environ.get("SPARK_REMOTE") or "")
+    if remote and not remote.startswith("local"):
         raise _connect_error()
 
 
 def _connect_error() -> DeltaUnsupportedOperationException:
     return DeltaUnsupportedOperationException(
-        "delta-pyspark needs a classic SparkSession (a JVM in this process: the Python core "
-        "answers the JVM's planner over py4j); Spark Connect sessions are not supported: "
-        "build the session without remote(...)/SPARK_REMOTE"
+        "delta-pyspark needs the Spark Connect server in this process (the Python core "
+        'answers the JVM\'s planner over py4j): use remote("local[*]") or '
+        "spark.api.mode=connect, or connect to a server started with "
+        "`delta-pyspark connect-server`"
     )
 
 
@@ -40,7 +45,10 @@ def classic_session(spark: SparkSession) -> Any:
     """The JVM's ``SparkSession`` behind ``spark``; a typed error for a Spark Connect one."""
     java = getattr(spark, "_jsparkSession", None)
     if java is None:
-        raise _connect_error()
+        raise DeltaUnsupportedOperationException(
+            "this call needs a classic SparkSession (a JVM in this process); on a Spark "
+            'Connect session use format("delta"), SQL, or delta_pyspark.tables.DeltaTable'
+        )
     return java
 
 

@@ -6,19 +6,83 @@
   own drops a table it overwrites, and a Delta table's history with it.
 - The terminal methods of ``DataFrameWriterV2`` (``route_writer_v2``): Spark plans its writes
   for V2 catalogs only; ``TableDefinitions.java`` reads the JVM writer's private fields.
+- ``pyspark.sql.utils.is_remote`` (``classic_in_callbacks``): a process that is a Spark
+  Connect client of a server it runs itself (``remote("local")``) has PySpark's functions
+  build Connect columns everywhere, also in the threads where the JVM calls the Python core,
+  which works on the server's classic sessions.
 """
 
 from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from delta_pyspark.spark.jvm.bridge import helper_class, java_frame
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+
+_Served = TypeVar("_Served", bound=type)
+
+# set in a thread while it serves a call from the JVM (``classic_in_callbacks``)
+_serving = threading.local()
+
+
+def classic_in_callbacks(served: _Served) -> _Served:
+    """Class decorator for the Python objects the JVM calls: while one of their methods runs,
+    PySpark takes its thread for a classic one (PySpark's ``is_remote`` is False there), so
+    the core's Columns and DataFrames are the JVM's even in a Spark Connect client process."""
+    _classic_while_serving()
+    for name, member in list(vars(served).items()):
+        if callable(member) and not isinstance(member, type) and not name.startswith("_"):
+            setattr(served, name, _serving_call(member))
+    return served
+
+
+def _serving_call(method: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(method)
+    def serve(*args: Any, **kwargs: Any) -> Any:
+        with classic_thread():
+            return method(*args, **kwargs)
+
+    return serve
+
+
+@contextmanager
+def classic_thread() -> Iterator[None]:
+    """PySpark's classic API in this thread while the block runs, in any process: the engine
+    working on the classic session behind a Spark Connect one (``jvm.connect``)."""
+    _classic_while_serving()
+    outer = getattr(_serving, "active", False)
+    _serving.active = True
+    try:
+        yield
+    finally:
+        _serving.active = outer
+
+
+def _classic_while_serving() -> None:
+    import pyspark.sql
+    import pyspark.sql.internal
+    import pyspark.sql.observation
+    import pyspark.sql.utils as utils
+
+    original = utils.is_remote
+    if getattr(original, "_delta_pyspark", False):
+        return
+
+    @functools.wraps(original)
+    def is_remote() -> bool:
+        return not getattr(_serving, "active", False) and original()
+
+    is_remote._delta_pyspark = True  # type: ignore[attr-defined]
+    # the modules the engine's calls reach that bound the name when imported
+    for module in (utils, pyspark.sql, pyspark.sql.internal, pyspark.sql.observation):
+        module.is_remote = is_remote  # type: ignore[attr-defined]
 
 
 def on_every_session(then: Callable[[SparkSession], Any]) -> None:

@@ -80,8 +80,10 @@ from delta_pyspark.spark.jvm.bridge import (
     python_session,
     read_through_jvm,
 )
+from delta_pyspark.spark.jvm.connect import replay_write
 from delta_pyspark.spark.jvm.errors import convert_errors
 from delta_pyspark.spark.jvm.helpers import listed_tables_of, serve_delta_source
+from delta_pyspark.spark.jvm.hooks import classic_in_callbacks
 from delta_pyspark.spark.sources import change_feed, streaming
 from delta_pyspark.spark.types import to_spark_type
 
@@ -154,6 +156,7 @@ class _Relation:
     row_tracking: bool = False  # its files are listed with their row tracking constants
 
 
+@classic_in_callbacks
 class DeltaTables:
     """The JVM's ``deltapyspark.DeltaTables``: the Python core answering ``DeltaFileIndex``.
 
@@ -361,6 +364,13 @@ class DeltaTables:
                 opts,
                 json.loads(partitions) if partitions else None,
             )
+            return "O"
+        except Exception as e:
+            return answer_error(e)
+
+    def connectWrite(self, planner: Any, command: bytes) -> str:
+        try:
+            replay_write(planner, bytes(command))
             return "O"
         except Exception as e:
             return answer_error(e)

@@ -72,19 +72,27 @@ public final class DeltaSource
   }
 
   /**
+   * The error condition a Python error's answer names ({@code Type: [CONDITION] text}): the
+   * exception carries it as its condition, which Spark Connect sends to its clients.
+   */
+  private static final java.util.regex.Pattern CONDITION =
+      java.util.regex.Pattern.compile("\\w+: \\[([A-Z][A-Z0-9_]*(?:\\.[A-Z0-9_]+)*)\\]");
+
+  /**
    * Throws an {@link AnalysisException} (what PySpark raises as its own) carrying {@code
    * message}. It is a checked exception in Java, unchecked in the Scala interfaces implemented
    * here, hence thrown through {@code Platform}; declared to return one so call sites read
    * {@code throw error(...)}.
    */
   static RuntimeException error(String message) {
+    java.util.regex.Matcher condition = CONDITION.matcher(message);
     Platform.throwException(
         new AnalysisException(
             message,
             Option.empty(),
             Option.empty(),
             Option.empty(),
-            Option.empty(),
+            condition.lookingAt() ? Option.apply(condition.group(1)) : Option.empty(),
             scala.collection.immutable.Map$.MODULE$.empty(),
             new QueryContext[0]));
     return new IllegalStateException(message);

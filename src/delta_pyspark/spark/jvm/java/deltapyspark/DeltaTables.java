@@ -80,4 +80,11 @@ public interface DeltaTables {
   String writeStream(
       Object session, String path, long batchId, String queryId, String outputMode,
       String options, Object data);
+
+  /**
+   * A Spark Connect client's {@code saveAsTable} or {@code writeTo} action ({@code command},
+   * a serialized {@code spark.connect.Command}), run in the session of {@code planner} (its
+   * {@code SparkConnectPlanner}) as a classic session's call is: {@code O}, or an error.
+   */
+  String connectWrite(Object planner, byte[] command);
 }
