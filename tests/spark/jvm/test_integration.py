@@ -136,12 +136,12 @@ def test_each_spark_version_compiles_the_newest_versioned_files_not_newer_than_i
         "VersionedParser.java": "spark-4.0",
     }
     assert versioned("4.2.1") == {
-        "ParserParameters.java": "spark-4.1",
+        "ParameterizedParser.java": "spark-4.1",
         "SparkVersion.java": "spark-4.0",
         "VersionedParser.java": "spark-4.1",
     }
     assert versioned("4.3.0") == {
-        "ParserParameters.java": "spark-4.1",
+        "ParameterizedParser.java": "spark-4.1",
         "SparkVersion.java": "spark-4.3",
         "VersionedParser.java": "spark-4.3",
     }

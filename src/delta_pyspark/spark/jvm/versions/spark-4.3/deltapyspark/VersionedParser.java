@@ -1,42 +1,18 @@
 package deltapyspark;
 
-import org.apache.spark.sql.catalyst.parser.ParameterContext;
-import org.apache.spark.sql.catalyst.parser.ParseException;
 import org.apache.spark.sql.catalyst.parser.ParserInterface;
 import org.apache.spark.sql.catalyst.parser.SqlStatementSplitResult;
-import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 
 /**
  * The part of {@link DeltaSqlParser} that follows {@code ParserInterface} across Spark
- * versions. Spark 4.3 adds statement splitting (Spark's, unchanged) to 4.1's binding of
- * parameters while parsing.
+ * versions: Spark 4.3 adds statement splitting (Spark's, unchanged) to 4.1's parameters.
  */
-abstract class VersionedParser implements ParserInterface {
-  protected final ParserInterface delegate;
-
+abstract class VersionedParser extends ParameterizedParser {
   VersionedParser(ParserInterface delegate) {
-    this.delegate = delegate;
-  }
-
-  /** {@code sql} parsed, with {@code parameters} (a ParameterContext, or null) for Spark's. */
-  abstract LogicalPlan parse(String sql, Object parameters) throws ParseException;
-
-  public LogicalPlan parsePlanWithParameters(String sql, ParameterContext parameters)
-      throws ParseException {
-    return parse(sql, parameters);
+    super(delegate);
   }
 
   public SqlStatementSplitResult splitStatements(String sql) {
     return delegate.splitStatements(sql);
-  }
-
-  /** Spark's own parse of {@code sql}. */
-  LogicalPlan sparkParse(String sql, Object parameters) throws ParseException {
-    return ParserParameters.sparkParse(delegate, sql, parameters);
-  }
-
-  /** {@code plan}, one of Delta's statements, with {@code parameters} for its markers. */
-  LogicalPlan withParameters(LogicalPlan plan, Object parameters) {
-    return ParserParameters.bound(plan, parameters);
   }
 }

@@ -12,32 +12,45 @@ import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import scala.collection.immutable.Seq;
 
 /**
- * Statement parameters from Spark 4.1 on, which hands them to the parser as a {@code
- * ParameterContext} instead of wrapping the parsed plan in a parameterized query.
+ * The parser side of statement parameters from Spark 4.1 on: Spark binds {@code
+ * spark.sql(text, args)}'s parameters while parsing, handing them over as a {@code
+ * ParameterContext} through {@code parsePlanWithParameters} (whose default would parse the
+ * text alone and drop them) instead of wrapping the parsed plan in a parameterized query.
  */
-final class ParserParameters {
-  private ParserParameters() {}
+abstract class ParameterizedParser implements ParserInterface {
+  protected final ParserInterface delegate;
+
+  ParameterizedParser(ParserInterface delegate) {
+    this.delegate = delegate;
+  }
+
+  /** {@code sql} parsed, with {@code parameters} (a ParameterContext, or null) for Spark's. */
+  abstract LogicalPlan parse(String sql, Object parameters) throws ParseException;
+
+  public LogicalPlan parsePlanWithParameters(String sql, ParameterContext parameters)
+      throws ParseException {
+    return parse(sql, parameters);
+  }
 
   /** Spark's own parse of {@code sql}, its markers bound from {@code parameters} (or null). */
-  static LogicalPlan sparkParse(ParserInterface spark, String sql, Object parameters)
-      throws ParseException {
+  LogicalPlan sparkParse(String sql, Object parameters) throws ParseException {
     return parameters == null
-        ? spark.parsePlan(sql)
-        : spark.parsePlanWithParameters(sql, (ParameterContext) parameters);
+        ? delegate.parsePlan(sql)
+        : delegate.parsePlanWithParameters(sql, (ParameterContext) parameters);
   }
 
   /**
    * {@code plan} (one of Delta's statements, parsed by us) inside the parameterized query
    * Spark 4.0 would have made of it, so the analyzer binds its markers as it did there.
    */
-  static LogicalPlan bound(LogicalPlan plan, Object parameters) {
+  LogicalPlan withParameters(LogicalPlan plan, Object parameters) {
     if (parameters instanceof NamedParameterContext) {
       scala.collection.immutable.Map named = ((NamedParameterContext) parameters).params();
       return named.isEmpty()
           ? plan
           : new NameParameterizedQuery(plan, named.keys().toSeq(), named.values().toSeq());
     }
-    if (parameters instanceof HybridParameterContext) {
+    if (parameters instanceof HybridParameterContext) { // EXECUTE IMMEDIATE ... USING
       HybridParameterContext hybrid = (HybridParameterContext) parameters;
       Seq names = hybrid.paramNames();
       boolean positional = true;
