@@ -211,7 +211,7 @@ def cmd_catalog(args: argparse.Namespace) -> None:
 
 
 def cmd_connect_server(args: argparse.Namespace) -> None:
-    from delta_pyspark.connect_server import serve  # starts Spark: imported only here
+    from delta_pyspark.connect.server import serve  # starts Spark: imported only here
 
     serve(args.port, args.host, args.master)
 

@@ -34,7 +34,9 @@ HADOOP_AWS = "org.apache.hadoop:hadoop-aws"
 S3A_FILE_SYSTEM = "org.apache.hadoop.fs.s3a.S3AFileSystem"
 CONNECT_INTERCEPTORS = "spark.connect.grpc.interceptor.classes"
 CONNECT_COMMANDS = "spark.connect.extensions.command.classes"
+CONNECT_RELATIONS = "spark.connect.extensions.relation.classes"
 CONNECT_WRITES = "deltapyspark.ConnectWrites"
+DELTA_CONNECT = "deltapyspark.DeltaConnectMessages"
 
 # delta-spark's session settings name JVM classes of its jar. Code ported from delta-spark
 # keeps them: they are read as names for ours, and removed from the builder (Spark would fail
@@ -77,6 +79,9 @@ def configure_spark_with_delta(
         # a Spark Connect server's saveAsTable/writeTo of Delta tables (ConnectWrites.java)
         (CONNECT_INTERCEPTORS, CONNECT_WRITES),
         (CONNECT_COMMANDS, CONNECT_WRITES),
+        # delta-spark's Delta Connect client (DeltaConnectMessages.java)
+        (CONNECT_COMMANDS, DELTA_CONNECT),
+        (CONNECT_RELATIONS, DELTA_CONNECT),
     ):
         listed = _listed(options.get(key))
         builder = builder.config(key, ",".join(listed if value in listed else [*listed, value]))

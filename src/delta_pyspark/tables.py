@@ -9,7 +9,7 @@ from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
 
-from delta_pyspark.connect import over_connect
+from delta_pyspark.connect.tables import over_connect
 from delta_pyspark.core.commands import clustering
 from delta_pyspark.core.commands.protocol_upgrade import add_feature, upgrade_protocol
 from delta_pyspark.core.protocol.actions import remove_actions

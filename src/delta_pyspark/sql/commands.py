@@ -7,6 +7,7 @@ from typing import Any, ClassVar
 
 from pyspark.sql import Column, SparkSession
 
+from delta_pyspark.connect import delta_connect
 from delta_pyspark.exceptions import (
     DeltaAnalysisException,
     DeltaTableNotFoundError,
@@ -141,6 +142,19 @@ class DeltaCommands:
 
     def refusal(self, condition: str, message: str) -> str:
         return answer_error(DeltaAnalysisException(f"[{condition}] {message}"))
+
+    def connectRelation(self, planner: Any, relation: bytes) -> Any:
+        try:
+            return java_frame(delta_connect.relation(planner, bytes(relation)))
+        except Exception as e:
+            return answer_error(e)
+
+    def connectCommand(self, planner: Any, command: bytes) -> str:
+        try:
+            delta_connect.command(planner, bytes(command))
+            return "O"
+        except Exception as e:
+            return answer_error(e)
 
     def timeTravel(self, session: Any, nameParts: str, version: str, timestamp: str) -> str:
         try:

@@ -26,8 +26,16 @@ from delta_pyspark.core.snapshot.delta_log import DeltaLog
 pytestmark = [pytest.mark.long, pytest.mark.connect]
 
 WORKER = Path(__file__).with_name("connect_worker.py")
-ALL = ["dataframes", "sql", "table_writes", "streaming", "delta_table", "errors"]
-REMOTE = ["dataframes", "sql", "table_writes", "streaming", "errors"]
+ALL = [
+    "dataframes",
+    "sql",
+    "table_writes",
+    "streaming",
+    "delta_table",
+    "delta_spark_client",
+    "errors",
+]
+REMOTE = ["dataframes", "sql", "table_writes", "streaming", "delta_spark_client", "errors"]
 
 
 def _run_worker(target: str, root: Path, scenarios: list[str]) -> dict[str, Any]:
@@ -97,6 +105,33 @@ def _check_errors(seen: dict[str, Any]) -> None:
     assert kind == "AnalysisException" and "Path does not exist" in message
 
 
+def _check_delta_spark_client(seen: dict[str, Any], root: Path) -> None:
+    assert seen["to_df"] == [0, 1, 2, 3, 4]
+    assert seen["delete"] == [[1]] and seen["update"] == [[1]]  # rows affected
+    assert seen["merge"] == [[4, 2, 0, 2]]  # affected, updated, deleted, inserted
+    assert seen["rows"] == [[1, "u"], [2, "a"], [3, "x"], [4, "x"], [5, "new"], [6, "new"]]
+    assert seen["history"] == ["MERGE", "UPDATE", "DELETE", "WRITE"]
+    assert seen["detail_format"] == "delta" and seen["is_delta"] == [True, False]
+    assert seen["optimize"] == 1
+    assert seen["restored"] == [1, 2, 3, 4]  # version 1: after the DELETE
+    assert seen["made"] == [3]
+    snapshot = DeltaLog(str(root / "delta_spark_client" / "client")).snapshot()
+    assert "deletionVectors" in (snapshot.protocol.writer_features or [])  # addFeatureSupport
+    operations = [c["operation"] for c in _operations(root)]
+    assert operations[-4:] == ["RESTORE", "ADD FEATURE", "VACUUM START", "VACUUM END"]
+
+
+def _operations(root: Path) -> list[dict[str, Any]]:
+    log = root / "delta_spark_client" / "client" / "_delta_log"
+    infos = []
+    for commit in sorted(log.glob("*.json")):
+        for line in commit.read_text().splitlines():
+            action = json.loads(line)
+            if "commitInfo" in action:
+                infos.append(action["commitInfo"])
+    return infos
+
+
 def test_a_local_connect_session_reads_and_writes_delta(
     local: tuple[dict[str, Any], Path],
 ) -> None:
@@ -136,6 +171,12 @@ def test_delta_table_on_a_local_connect_session(local: tuple[dict[str, Any], Pat
     assert seen["restored"] == [[0, "a"], [1, "a"], [2, "a"]] + [[i, "x"] for i in range(3, 7)]
     assert seen["made"] == [7] and seen["by_name"] == 1
     assert seen["is_delta"] == [True, False]
+
+
+def test_delta_spark_s_own_connect_client_on_a_local_session(
+    local: tuple[dict[str, Any], Path],
+) -> None:
+    _check_delta_spark_client(local[0]["delta_spark_client"], local[1])
 
 
 def test_delta_errors_reach_a_local_connect_client_with_their_condition(
@@ -182,6 +223,7 @@ def test_connect_server_serves_a_remote_client(tmp_path: Path) -> None:
         _check_sql(results["sql"])
         _check_table_writes(results["table_writes"])
         _check_streaming(results["streaming"])
+        _check_delta_spark_client(results["delta_spark_client"], tmp_path)
         _check_errors(results["errors"])
         server.send_signal(signal.SIGTERM)
         assert server.wait(timeout=60) == 0

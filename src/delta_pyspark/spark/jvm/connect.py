@@ -33,12 +33,14 @@ def server_session(spark: Any) -> SparkSession:
 def server_frame(df: Any) -> DataFrame:
     """Connect DataFrame ``df`` as the server plans it, in its classic session."""
     spark = df.sparkSession
-    return _planned(_planner(_holder(spark)), df._plan.to_proto(spark.client).root)
+    relation = df._plan.to_proto(spark.client).root.SerializeToString()
+    return planned(_planner(_holder(spark)), relation)
 
 
 def server_column(column: Any, spark: Any) -> Column:
     """Connect Column ``column`` of session ``spark`` as a classic Column."""
-    return _expression(_planner(_holder(spark)), column._expr.to_plan(spark.client))
+    serialized = column._expr.to_plan(spark.client).SerializeToString()
+    return expression(_planner(_holder(spark)), serialized)
 
 
 _SAVE_MODES = {1: "append", 2: "overwrite", 3: "error", 4: "ignore"}  # proto SaveMode
@@ -62,7 +64,7 @@ def replay_write(planner: Any, command: bytes) -> None:
     parsed = proto.Command.FromString(command)
     if parsed.HasField("write_operation"):
         write = parsed.write_operation
-        writer = _planned(planner, write.input).write.format(write.source)
+        writer = planned(planner, write.input.SerializeToString()).write.format(write.source)
         if write.mode in _SAVE_MODES:
             writer = writer.mode(_SAVE_MODES[write.mode])
         writer = writer.options(**dict(write.options))
@@ -78,28 +80,30 @@ def replay_write(planner: Any, command: bytes) -> None:
         writer.saveAsTable(write.table.table_name)
         return
     write_to = parsed.write_operation_v2
-    v2 = _planned(planner, write_to.input).writeTo(write_to.table_name)
+    v2 = planned(planner, write_to.input.SerializeToString()).writeTo(write_to.table_name)
     if write_to.HasField("provider"):
         v2 = v2.using(write_to.provider)
     v2 = v2.options(**dict(write_to.options))
     for key, value in write_to.table_properties.items():
         v2 = v2.tableProperty(key, value)
     if write_to.partitioning_columns:
-        v2 = v2.partitionedBy(*(_expression(planner, e) for e in write_to.partitioning_columns))
+        v2 = v2.partitionedBy(
+            *(expression(planner, e.SerializeToString()) for e in write_to.partitioning_columns)
+        )
     if write_to.clustering_columns:
         v2 = v2.clusterBy(*write_to.clustering_columns)
     action = _V2_ACTIONS[write_to.mode]
     if action == "overwrite":
-        v2.overwrite(_expression(planner, write_to.overwrite_condition))
+        v2.overwrite(expression(planner, write_to.overwrite_condition.SerializeToString()))
     else:
         getattr(v2, action)()
 
 
-def _planned(planner: Any, relation: Any) -> DataFrame:
+def planned(planner: Any, relation: bytes) -> DataFrame:
+    """A serialized ``spark.connect.Relation`` as ``planner`` (a server's
+    ``SparkConnectPlanner``) plans it, in its classic session."""
     jvm = _jvm()
-    java = jvm.org.apache.spark.connect.proto.Relation.parseFrom(
-        bytearray(relation.SerializeToString())
-    )
+    java = jvm.org.apache.spark.connect.proto.Relation.parseFrom(bytearray(relation))
     session = planner.session()
     return python_frame(
         jvm.org.apache.spark.sql.classic.Dataset.ofRows(session, planner.transformRelation(java)),
@@ -107,14 +111,33 @@ def _planned(planner: Any, relation: Any) -> DataFrame:
     )
 
 
-def _expression(planner: Any, expression: Any) -> Column:
+def expression(planner: Any, expression: bytes) -> Column:
+    """A serialized ``spark.connect.Expression`` as ``planner`` resolves it."""
     jvm = _jvm()
-    java = jvm.org.apache.spark.connect.proto.Expression.parseFrom(
-        bytearray(expression.SerializeToString())
-    )
+    java = jvm.org.apache.spark.connect.proto.Expression.parseFrom(bytearray(expression))
     return python_column(
         jvm.org.apache.spark.sql.classic.ExpressionUtils.column(planner.transformExpression(java))
     )
+
+
+def data_type(data: bytes) -> Any:
+    """A serialized ``spark.connect.DataType`` as PySpark's type, or as the DDL text a client
+    sent unparsed (``"INT"``), which the API takes as well."""
+    from pyspark.sql.connect import proto
+    from pyspark.sql.types import _parse_datatype_json_string
+
+    given = proto.DataType.FromString(data)
+    if given.WhichOneof("kind") == "unparsed":
+        return given.unparsed.data_type_string
+    jvm = _jvm()
+    java = jvm.org.apache.spark.connect.proto.DataType.parseFrom(bytearray(data))
+    converter = jvm.org.apache.spark.sql.connect.common.DataTypeProtoConverter
+    return _parse_datatype_json_string(converter.toCatalystType(java).json())
+
+
+def planner_session(planner: Any) -> SparkSession:
+    """The classic session ``planner`` plans in."""
+    return python_session(planner.session())
 
 
 def client_frame(spark: Any, result: DataFrame) -> Any:

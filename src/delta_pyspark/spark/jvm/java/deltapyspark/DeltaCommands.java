@@ -71,4 +71,14 @@ public interface DeltaCommands {
 
   /** An error answer for a statement refused during analysis: Delta's {@code condition}. */
   String refusal(String condition, String message);
+
+  /**
+   * The result of a Delta Connect {@code DeltaRelation} ({@code relation}, serialized) in the
+   * session of {@code planner} (a {@code SparkConnectPlanner}): a {@code Dataset}, or an error
+   * answer ({@code String}).
+   */
+  Object connectRelation(Object planner, byte[] relation);
+
+  /** Runs a Delta Connect {@code DeltaCommand} (serialized): {@code O}, or an error answer. */
+  String connectCommand(Object planner, byte[] command);
 }
