@@ -7,7 +7,6 @@ from typing import Any, ClassVar
 
 from pyspark.sql import Column, SparkSession
 
-from delta_pyspark.connect import delta_connect
 from delta_pyspark.exceptions import (
     DeltaAnalysisException,
     DeltaTableNotFoundError,
@@ -143,13 +142,18 @@ class DeltaCommands:
     def refusal(self, condition: str, message: str) -> str:
         return answer_error(DeltaAnalysisException(f"[{condition}] {message}"))
 
+    # Delta Connect needs the ``connect`` extra's protobuf: imported when a client calls
     def connectRelation(self, planner: Any, relation: bytes) -> Any:
+        from delta_pyspark.connect import delta_connect
+
         try:
             return java_frame(delta_connect.relation(planner, bytes(relation)))
         except Exception as e:
             return answer_error(e)
 
     def connectCommand(self, planner: Any, command: bytes) -> str:
+        from delta_pyspark.connect import delta_connect
+
         try:
             delta_connect.command(planner, bytes(command))
             return "O"
