@@ -1,9 +1,15 @@
 """Run delta-spark's own Python API tests (``python/delta/tests/test_deltatable.py`` and
-``test_sql.py``) against delta-pyspark, changing only their imports and session set-up.
+``test_sql.py``) against delta-pyspark, changing only their imports and session set-up; with
+``--connect``, its Delta Connect tests (``python/delta/connect/tests/test_deltatable.py``:
+the same ``DeltaTable`` tests through delta-spark's own Connect client, the ``delta-spark``
+package's) against a local Spark Connect server set up by ``configure_spark_with_delta``;
+with ``--connect --ours``, those tests with ``delta_pyspark.tables.DeltaTable`` on the Connect
+session instead of delta-spark's client.
 
 Usage::
 
-    python tests/acceptance/run_delta_spark_tests.py PATH_TO_DELTA [--rev REV] [-- PYTEST_ARGS]
+    python tests/acceptance/run_delta_spark_tests.py PATH_TO_DELTA [--rev REV]
+        [--connect [--ours]] [-- PYTEST_ARGS]
 
 ``PATH_TO_DELTA`` is a checkout of github.com/delta-io/delta, or its bare git directory (the
 files are then read at ``--rev``, default ``HEAD``). Their files are copied to a temporary
@@ -30,6 +36,19 @@ TEST_FILES = {
     "python/delta/tests/test_sql.py": "DeltaSqlTests",
 }
 UTILS_FILE = "python/delta/testing/utils.py"
+CONNECT_TEST_FILE = "python/delta/connect/tests/test_deltatable.py"
+CONNECT_UTILS_FILE = "python/delta/connect/testing/utils.py"
+# delta-spark's Connect settings: its session extension, catalog and Connect plugins
+_DELTA_CONNECT_CONFS = re.compile(
+    r'_conf\.set\("spark\.sql\.extensions",.*?DeltaCommandPlugin"\)', re.DOTALL
+)
+_OUR_CONNECT_CONFS = (
+    "for _key, _value in configure_spark_with_delta(\n"
+    '            SparkSession.builder.remote("local[4]")\n'
+    "        )._options.items():\n"
+    '            if _key != "spark.remote":\n'
+    "                _conf.set(_key, _value)"
+)
 SRC = Path(__file__).resolve().parents[2] / "src"
 
 # (file, test) -> why it cannot pass here (delta-spark's test-only JVM classes and features)
@@ -92,6 +111,18 @@ def _replace(text: str, old: str, new: str, what: str) -> str:
     return text.replace(old, new)
 
 
+def _importing_ours(utils: str, what: str) -> str:
+    """A test base module that imports what its rewritten settings call."""
+    return _replace(
+        utils,
+        "from pyspark import SparkConf\n",
+        "from pyspark import SparkConf\n"
+        "from pyspark.sql import SparkSession\n\n"
+        "from delta_pyspark import configure_spark_with_delta\n",
+        what,
+    )
+
+
 def prepare(delta: Path, rev: str, out: Path) -> list[Path]:
     """Write the rewritten test files and our stand-in for ``delta.testing.utils`` to ``out``."""
     targets = []
@@ -108,16 +139,41 @@ def prepare(delta: Path, rev: str, out: Path) -> list[Path]:
     utils, count = _DELTA_SPARK_CONFS.subn(_OUR_CONFS, _read(delta, UTILS_FILE, rev))
     if count != 1:
         sys.exit(f"cannot rewrite {UTILS_FILE}: delta-spark's session settings not found")
-    utils = _replace(
-        utils,
-        "from pyspark import SparkConf\n",
-        "from pyspark import SparkConf\n"
-        "from pyspark.sql import SparkSession\n\n"
-        "from delta_pyspark import configure_spark_with_delta\n",
-        UTILS_FILE,
-    )
-    (out / "delta_pyspark_testing.py").write_text(utils)
+    (out / "delta_pyspark_testing.py").write_text(_importing_ours(utils, UTILS_FILE))
     return targets
+
+
+def prepare_connect(delta: Path, rev: str, out: Path, ours: bool) -> list[Path]:
+    """Write delta-spark's Delta Connect tests to ``out``: the test file (at
+    ``connect/tests/``, from where it imports its mixin as ``tests.test_deltatable``), the
+    mixin unchanged but for its base class, and our stand-ins for both ``testing.utils``."""
+    prepare(delta, rev, out)  # the classic stand-in, ``delta_pyspark_testing``
+    mixin = _replace(
+        _read(delta, "python/delta/tests/test_deltatable.py", rev),
+        "from delta.testing.utils import DeltaTestCase",
+        "from delta_pyspark_testing import DeltaTestCase",
+        "the mixin",
+    )
+    if ours:
+        mixin = _replace(mixin, *_IMPORTS[0], "the mixin")
+    (out / "tests").mkdir()
+    (out / "tests" / "__init__.py").write_text("")
+    (out / "tests" / "test_deltatable.py").write_text(mixin)
+    tests = _replace(
+        _read(delta, CONNECT_TEST_FILE, rev),
+        "from delta.connect.testing.utils import DeltaTestCase",
+        "from delta_connect_testing import DeltaTestCase",
+        CONNECT_TEST_FILE,
+    )
+    target = out / "connect" / "tests" / "test_deltatable.py"
+    target.parent.mkdir(parents=True)
+    target.write_text(tests)
+    utils = _read(delta, CONNECT_UTILS_FILE, rev)
+    utils, count = _DELTA_CONNECT_CONFS.subn(_OUR_CONNECT_CONFS, utils)
+    if count != 1:
+        sys.exit(f"cannot rewrite {CONNECT_UTILS_FILE}: delta-spark's session settings not found")
+    (out / "delta_connect_testing.py").write_text(_importing_ours(utils, CONNECT_UTILS_FILE))
+    return [target]
 
 
 def _counts(report: Path) -> dict[str, int]:
@@ -139,13 +195,23 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("delta", type=Path, help="delta-io/delta checkout or bare git dir")
     parser.add_argument("--rev", default="HEAD", help="revision to read from a git dir")
+    parser.add_argument("--connect", action="store_true", help="the Delta Connect tests")
+    parser.add_argument("--ours", action="store_true", help="with --connect: our DeltaTable")
     parser.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
     options = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="delta-spark-tests-") as tmp:
         out = Path(tmp)
-        targets = prepare(options.delta, options.rev, out)
-        classes = {Path(rel).name: cls for rel, cls in TEST_FILES.items()}
-        deselect = [f"--deselect={file}::{classes[file]}::{name}" for file, name in DESELECTED]
+        if options.connect:
+            targets = prepare_connect(options.delta, options.rev, out, options.ours)
+            deselect = [
+                f"--deselect=connect/tests/{file}::DeltaTableTests::{name}"
+                for file, name in DESELECTED
+                if file == "test_deltatable.py"
+            ]
+        else:
+            targets = prepare(options.delta, options.rev, out)
+            classes = {Path(rel).name: cls for rel, cls in TEST_FILES.items()}
+            deselect = [f"--deselect={file}::{classes[file]}::{name}" for file, name in DESELECTED]
         report = out / "report.xml"
         env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(SRC), str(out)]))
         env.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -154,7 +220,7 @@ def main(argv: list[str] | None = None) -> int:
                 sys.executable,
                 "-m",
                 "pytest",
-                *(t.name for t in targets),
+                *(str(t.relative_to(out)) for t in targets),
                 "-p",
                 "no:cacheprovider",
                 "-o",
@@ -169,12 +235,18 @@ def main(argv: list[str] | None = None) -> int:
             env=env,
         )
         counts = _counts(report) if report.exists() else {}
+    ran = [CONNECT_TEST_FILE] if options.connect else list(TEST_FILES)
+    left_out = {
+        (file, name): reason
+        for (file, name), reason in DESELECTED.items()
+        if not options.connect or file == "test_deltatable.py"
+    }
     print(
-        f"\ndelta-spark {', '.join(TEST_FILES)}: {counts.get('passed', 0)} passed / "
+        f"\ndelta-spark {', '.join(ran)}: {counts.get('passed', 0)} passed / "
         f"{counts.get('failed', 0) + counts.get('errors', 0)} failed / "
-        f"{len(DESELECTED)} deselected ({counts.get('skipped', 0)} skipped)"
+        f"{len(left_out)} deselected ({counts.get('skipped', 0)} skipped)"
     )
-    for (file, name), reason in DESELECTED.items():
+    for (file, name), reason in left_out.items():
         print(f"  deselected {file}::{name}: {reason}")
     return run.returncode
 

@@ -22,10 +22,7 @@ _CREATE_MODES = {1: "create", 2: "createIfNotExists", 3: "replace", 4: "createOr
 
 def relation(planner: Any, data: bytes) -> DataFrame:
     """The result of a ``DeltaRelation`` (serialized), in the planner's session."""
-    spark = planner_session(planner)
-    message = DeltaRelation.FromString(data)
-    kind = message.WhichOneof("relation_type")
-    body = getattr(message, kind or "scan")
+    spark, kind, body = _decoded(planner, DeltaRelation, "relation_type", data)
     if kind == "scan":
         return _table(spark, body.table).toDF()
     if kind == "describe_history":
@@ -62,10 +59,7 @@ def relation(planner: Any, data: bytes) -> DataFrame:
 
 def command(planner: Any, data: bytes) -> None:
     """Runs a ``DeltaCommand`` (serialized) in the planner's session."""
-    spark = planner_session(planner)
-    message = DeltaCommand.FromString(data)
-    kind = message.WhichOneof("command_type")
-    body = getattr(message, kind or "vacuum_table")
+    spark, kind, body = _decoded(planner, DeltaCommand, "command_type", data)
     if kind == "create_delta_table":
         _create(spark, body)
         return
@@ -92,6 +86,15 @@ def command(planner: Any, data: bytes) -> None:
         table.dropFeatureSupport(body.feature_name, truncate)
     else:
         raise DeltaIllegalArgumentException(f"unknown Delta Connect command {kind!r}")
+
+
+def _decoded(planner: Any, kind: Any, choice: str, data: bytes) -> tuple[SparkSession, str, Any]:
+    """The planner's session, and the name and body of the message's one operation."""
+    message = kind.FromString(data)
+    chosen = message.WhichOneof(choice)
+    if chosen is None:
+        raise DeltaIllegalArgumentException(f"a Delta Connect message without its {choice}")
+    return planner_session(planner), chosen, getattr(message, chosen)
 
 
 def _table(spark: SparkSession, message: Any) -> DeltaTable:

@@ -48,6 +48,22 @@ def convert_errors(original_of: Callable[[str], BaseException | None]) -> None:
     captured.convert_exception = convert  # type: ignore[assignment]
 
 
+def pass_on_jvm_error(token: str, error: BaseException) -> None:
+    """When ``error`` is PySpark's conversion of a JVM error, hand the JVM error to the helper
+    under ``token`` (the answer's), so the JVM throws it again as it was
+    (``DeltaSource.passOn``): a Spark Connect client then gets its class and condition."""
+    from py4j.java_gateway import JavaClass, JavaObject
+    from pyspark import SparkContext
+
+    origin = getattr(error, "_origin", None)
+    context = SparkContext._active_spark_context
+    if not isinstance(origin, JavaObject) or context is None or context._jvm is None:
+        return
+    source = context._jvm.deltapyspark.DeltaSource
+    if isinstance(source, JavaClass):
+        source.passOn(token, origin)
+
+
 def _first_original(
     java_error: Any, original_of: Callable[[str], BaseException | None]
 ) -> BaseException | None:

@@ -81,7 +81,7 @@ from delta_pyspark.spark.jvm.bridge import (
     read_through_jvm,
 )
 from delta_pyspark.spark.jvm.connect import replay_write
-from delta_pyspark.spark.jvm.errors import convert_errors
+from delta_pyspark.spark.jvm.errors import convert_errors, pass_on_jvm_error
 from delta_pyspark.spark.jvm.helpers import listed_tables_of, serve_delta_source
 from delta_pyspark.spark.jvm.hooks import classic_in_callbacks
 from delta_pyspark.spark.sources import change_feed, streaming
@@ -507,6 +507,7 @@ def answer_error(error: BaseException) -> str:
         _FAILURES[token] = error
         while len(_FAILURES) > _FAILURES_KEPT:
             _FAILURES.popitem(last=False)
+    pass_on_jvm_error(token, error)
     return f"E{type(error).__name__}: {error} [delta-pyspark failure {token}]"
 
 

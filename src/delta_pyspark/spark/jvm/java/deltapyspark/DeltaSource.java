@@ -78,13 +78,38 @@ public final class DeltaSource
   private static final java.util.regex.Pattern CONDITION =
       java.util.regex.Pattern.compile("\\w+: \\[([A-Z][A-Z0-9_]*(?:\\.[A-Z0-9_]+)*)\\]");
 
+  /** A Python answer's failure token ({@code [delta-pyspark failure HEX]}). */
+  private static final java.util.regex.Pattern TOKEN =
+      java.util.regex.Pattern.compile("\\[delta-pyspark failure ([0-9a-f]+)\\]");
+
+  /** JVM errors Python answers passed on, by token: thrown again as they were. */
+  private static final java.util.Map PASSED_ON =
+      java.util.Collections.synchronizedMap(new java.util.HashMap());
+
+  /**
+   * Called by Python when its answer's error is a JVM error PySpark converted (Spark's parser
+   * refusing a type, ...): {@link #error} throws that error itself, so JVM callers and Spark
+   * Connect clients get its class and condition (a {@code ParseException} stays one).
+   */
+  public static void passOn(String token, Throwable failure) {
+    if (PASSED_ON.size() > 64) { // answers not thrown (none expected): kept bounded
+      PASSED_ON.clear();
+    }
+    PASSED_ON.put(token, failure);
+  }
+
   /**
    * Throws an {@link AnalysisException} (what PySpark raises as its own) carrying {@code
-   * message}. It is a checked exception in Java, unchecked in the Scala interfaces implemented
+   * message}, or the JVM error a Python answer passed on ({@link #passOn}). It is a checked exception in Java, unchecked in the Scala interfaces implemented
    * here, hence thrown through {@code Platform}; declared to return one so call sites read
    * {@code throw error(...)}.
    */
   static RuntimeException error(String message) {
+    java.util.regex.Matcher token = TOKEN.matcher(message);
+    Object passed = token.find() ? PASSED_ON.remove(token.group(1)) : null;
+    if (passed != null) {
+      Platform.throwException((Throwable) passed);
+    }
     java.util.regex.Matcher condition = CONDITION.matcher(message);
     Platform.throwException(
         new AnalysisException(
