@@ -48,20 +48,29 @@ def convert_errors(original_of: Callable[[str], BaseException | None]) -> None:
     captured.convert_exception = convert  # type: ignore[assignment]
 
 
-def pass_on_jvm_error(token: str, error: BaseException) -> None:
-    """When ``error`` is PySpark's conversion of a JVM error, hand the JVM error to the helper
-    under ``token`` (the answer's), so the JVM throws it again as it was
-    (``DeltaSource.passOn``): a Spark Connect client then gets its class and condition."""
+def pass_on_jvm_error(token: str, message: str, error: BaseException) -> None:
+    """Hand the helper, under ``token`` (the answer's), the JVM error to throw for ``error``
+    (``DeltaSource.passOn``), when it is not the AnalysisException carrying ``message`` the
+    helper throws by default: PySpark's conversion of a JVM error is that error again (a
+    ``ParseException`` stays one), and an error whose PySpark base is
+    ``UnsupportedOperationException`` or ``IllegalArgumentException`` is Java's of that name
+    with ``message``. Spark Connect clients get their error's class from the JVM's."""
     from py4j.java_gateway import JavaClass, JavaObject
     from pyspark import SparkContext
 
-    origin = getattr(error, "_origin", None)
     context = SparkContext._active_spark_context
-    if not isinstance(origin, JavaObject) or context is None or context._jvm is None:
+    if context is None or context._jvm is None:
         return
-    source = context._jvm.deltapyspark.DeltaSource
-    if isinstance(source, JavaClass):
-        source.passOn(token, origin)
+    jvm = context._jvm
+    origin = getattr(error, "_origin", None)
+    failure: Any = origin if isinstance(origin, JavaObject) else None
+    if failure is None and isinstance(error, UnsupportedOperationException):
+        failure = jvm.java.lang.UnsupportedOperationException(message)
+    elif failure is None and isinstance(error, IllegalArgumentException):
+        failure = jvm.java.lang.IllegalArgumentException(message)
+    source = jvm.deltapyspark.DeltaSource
+    if failure is not None and isinstance(source, JavaClass):
+        source.passOn(token, failure)
 
 
 def _first_original(

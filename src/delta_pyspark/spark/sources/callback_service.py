@@ -507,8 +507,9 @@ def answer_error(error: BaseException) -> str:
         _FAILURES[token] = error
         while len(_FAILURES) > _FAILURES_KEPT:
             _FAILURES.popitem(last=False)
-    pass_on_jvm_error(token, error)
-    return f"E{type(error).__name__}: {error} [delta-pyspark failure {token}]"
+    message = f"{type(error).__name__}: {error} [delta-pyspark failure {token}]"
+    pass_on_jvm_error(token, message, error)
+    return f"E{message}"
 
 
 def _original_failure(message: str) -> BaseException | None:
