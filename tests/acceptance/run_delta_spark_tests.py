@@ -198,7 +198,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--connect", action="store_true", help="the Delta Connect tests")
     parser.add_argument("--ours", action="store_true", help="with --connect: our DeltaTable")
     parser.add_argument("pytest_args", nargs="*", help="extra pytest arguments (after --)")
-    options = parser.parse_args(argv)
+    # argparse leaves "-- -k expr" unparsed after its positional: those go to pytest as well
+    options, rest = parser.parse_known_args(argv)
+    options.pytest_args += [arg for arg in rest if arg != "--"]
     with tempfile.TemporaryDirectory(prefix="delta-spark-tests-") as tmp:
         out = Path(tmp)
         if options.connect:

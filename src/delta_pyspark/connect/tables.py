@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 from pyspark.sql import DataFrame
 
 from delta_pyspark.spark.jvm.connect import (
+    activate,
     client_frame,
     is_connect,
     server_column,
@@ -43,6 +44,7 @@ class OverConnect:
         @functools.wraps(member)
         def call(*args: Any, **kwargs: Any) -> Any:
             with classic_thread():
+                activate(self._client)
                 served_args = [_served(a, self._client) for a in args]
                 served_kwargs = {k: _served(v, self._client) for k, v in kwargs.items()}
                 result = member(*served_args, **served_kwargs)
@@ -76,6 +78,7 @@ def over_connect(made: _Made) -> _Made:
         if client is None or not is_connect(client):
             return made(cls, *args, **kwargs)
         with classic_thread():
+            activate(client)
             served_args = [_served(a, client) for a in args]
             served_kwargs = {k: _served(v, client) for k, v in kwargs.items()}
             return _returned(made(cls, *served_args, **served_kwargs), client)

@@ -30,6 +30,13 @@ def server_session(spark: Any) -> SparkSession:
     return python_session(_holder(spark).session())
 
 
+def activate(spark: Any) -> None:
+    """Make the classic session behind Connect session ``spark`` this thread's active one:
+    PySpark's classic API looks for its session there, and a thread of the user's own may
+    have none (it would then build one, a Connect one in this process)."""
+    _jvm().org.apache.spark.sql.SparkSession.setActiveSession(_holder(spark).session())
+
+
 def server_frame(df: Any) -> DataFrame:
     """Connect DataFrame ``df`` as the server plans it, in its classic session."""
     spark = df.sparkSession
