@@ -41,16 +41,12 @@ class OverConnect:
         if not callable(member):
             return member
 
+        if name == "toDF":  # a Connect read of the table, not the server's classic one
+            return lambda: self._read(self._target)
+
         @functools.wraps(member)
         def call(*args: Any, **kwargs: Any) -> Any:
-            with classic_thread():
-                activate(self._client)
-                served_args = [_served(a, self._client) for a in args]
-                served_kwargs = {k: _served(v, self._client) for k, v in kwargs.items()}
-                result = member(*served_args, **served_kwargs)
-                if name == "toDF":
-                    return self._read(self._target)
-                return _returned(result, self._client)
+            return _on_server(self._client, member, args, kwargs)
 
         return call
 
@@ -77,13 +73,19 @@ def over_connect(made: _Made) -> _Made:
             args = (client,)
         if client is None or not is_connect(client):
             return made(cls, *args, **kwargs)
-        with classic_thread():
-            activate(client)
-            served_args = [_served(a, client) for a in args]
-            served_kwargs = {k: _served(v, client) for k, v in kwargs.items()}
-            return _returned(made(cls, *served_args, **served_kwargs), client)
+        return _on_server(client, functools.partial(made, cls), args, kwargs)
 
     return make  # type: ignore[return-value]
+
+
+def _on_server(client: Any, call: Callable[..., Any], args: Any, kwargs: dict[str, Any]) -> Any:
+    """``call`` with ``args`` run on the classic session behind Connect session ``client``,
+    its result as the Connect user takes it."""
+    with classic_thread():
+        activate(client)
+        served_args = [_served(a, client) for a in args]
+        served_kwargs = {k: _served(v, client) for k, v in kwargs.items()}
+        return _returned(call(*served_args, **served_kwargs), client)
 
 
 def _served(value: Any, client: Any) -> Any:
