@@ -22,6 +22,7 @@ BENCHMARKS = {
     "row_tracking": "benchmarks.row_tracking",
     "reference": "benchmarks.reference",
     "object_store": "benchmarks.object_store",
+    "uniform": "benchmarks.uniform",
 }
 
 

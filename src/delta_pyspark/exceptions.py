@@ -91,6 +91,12 @@ class DeltaUnsupportedOperationException(DeltaError):
     """The operation cannot be carried out as asked (e.g. an ambiguous MERGE)."""
 
 
+class IcebergCompatViolationError(DeltaUnsupportedOperationException):
+    """A commit would break IcebergCompatV2 or UniForm's requirements (delta-spark's
+    ``DELTA_ICEBERG_COMPAT_VIOLATION.*``, ``DELTA_UNIVERSAL_FORMAT_VIOLATION``; the message
+    opens with the condition)."""
+
+
 class DeltaSchemaChangedError(DeltaAnalysisException):
     """The table's schema changed incompatibly between a DataFrame's analysis and its scan."""
 

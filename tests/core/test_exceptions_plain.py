@@ -46,4 +46,4 @@ def test_exception_classes_are_plain_without_pyspark() -> None:
         [sys.executable, "-c", _CHECK], capture_output=True, text=True, timeout=120
     )
     assert run.returncode == 0, run.stderr
-    assert run.stdout.split() == ["56", "False"]
+    assert run.stdout.split() == ["57", "False"]

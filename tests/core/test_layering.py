@@ -133,6 +133,7 @@ CORE_ORDER = (
     "log",
     "snapshot",
     "skipping",
+    "uniform",
     "transaction",
     "commands",
     "changes",

@@ -3,6 +3,8 @@ CONVERT TO DELTA, CREATE TABLE ... CLONE, GENERATE, REORG and SHOW TBLPROPERTIES
 
 from __future__ import annotations
 
+import re
+
 from pyspark.sql import DataFrame, SparkSession
 
 from delta_pyspark.core.commands.restore import METRIC_COLUMNS
@@ -283,19 +285,33 @@ def generate(p: StatementParser) -> Statement:
     return Statement("GENERATE", table, "", run)
 
 
+_UPGRADE_UNIFORM = re.compile(r"UPGRADE\s+UNIFORM\s*\(\s*ICEBERG_COMPAT_VERSION\s*=\s*(\d+)\s*\)")
+
+
 def reorg(p: StatementParser) -> Statement:
     p.expect("TABLE", what="TABLE after REORG")
     table = p.table()
     condition = where(p, "APPLY")
     p.expect("APPLY", what="APPLY (PURGE)")
     action = p.group("APPLY's (PURGE)").all_text().upper()
-    if action != "PURGE":
+    upgrade = _UPGRADE_UNIFORM.fullmatch(action)
+    if action != "PURGE" and upgrade is None:
         raise DeltaUnsupportedOperationException(
-            f"REORG TABLE ... APPLY ({action}) is not supported: only APPLY (PURGE) is"
+            f"REORG TABLE ... APPLY ({action}) is not supported: only APPLY (PURGE) and "
+            "APPLY (UPGRADE UNIFORM(ICEBERG_COMPAT_VERSION = 2)) are"
+        )
+    if upgrade is not None and condition is not None:
+        raise DeltaUnsupportedOperationException(
+            "REORG TABLE ... WHERE ... APPLY (UPGRADE UNIFORM(...)) is not supported: the "
+            "upgrade covers the whole table"
         )
     p.end()
 
     def run(spark: SparkSession, path: str) -> DataFrame:
+        if upgrade is not None:
+            from delta_pyspark.spark.commands.uniform import upgrade_uniform
+
+            return upgrade_uniform(spark, DeltaLog.for_table(path), int(upgrade.group(1)))
         return DeltaTable(spark, path).reorgPurge(condition)
 
     return Statement("REORG", table, METRICS_DDL, run)

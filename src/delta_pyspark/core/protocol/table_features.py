@@ -51,6 +51,7 @@ SUPPORTED_WRITER_FEATURES = frozenset(
         "variantType",
         "variantType-preview",
         "checkpointProtection",  # metadata_cleanup keeps its protected checkpoints
+        "icebergCompatV2",  # core.uniform.compat checks its rules on every commit
     }
 )
 
@@ -243,8 +244,11 @@ def features_required(schema: object, configuration: dict[str, str]) -> set[str]
     if any(is_identity(f) for f in getattr(schema, "fields", ())):
         needed.add("identityColumns")
     needed |= features_for_properties(conf)  # the boolean properties that enable a feature
-    if conf.get("delta.columnMapping.mode", "none").lower() != "none":
-        needed.add("columnMapping")
+    if (
+        conf.get("delta.columnMapping.mode", "none").lower() != "none"
+        or "icebergCompatV2" in needed
+    ):
+        needed.add("columnMapping")  # IcebergCompatV2's column ids are column mapping's
     if any(k.startswith("delta.constraints.") for k in conf):
         needed.add("checkConstraints")
     if conf.get("delta.checkpointPolicy", "").lower() == "v2":

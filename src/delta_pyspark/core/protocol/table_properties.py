@@ -7,7 +7,11 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from delta_pyspark.exceptions import DeltaAnalysisException, DeltaIllegalArgumentException
+from delta_pyspark.exceptions import (
+    DeltaAnalysisException,
+    DeltaIllegalArgumentException,
+    DeltaUnsupportedOperationException,
+)
 
 CHECKPOINT_INTERVAL = "delta.checkpointInterval"
 LOG_RETENTION = "delta.logRetentionDuration"
@@ -115,6 +119,8 @@ CONSTRAINT_PREFIX = "delta.constraints."
 FEATURE_PREFIX = "delta.feature."
 MIN_READER_VERSION = "delta.minReaderVersion"
 MIN_WRITER_VERSION = "delta.minWriterVersion"
+ICEBERG_COMPAT_V2 = "delta.enableIcebergCompatV2"
+ENABLED_FORMATS = "delta.universalFormat.enabledFormats"
 
 # Every feature name PROTOCOL.md (and delta-spark) knows; whether this implementation
 # can write a table with it is checked when the commit's protocol is validated.
@@ -238,6 +244,18 @@ def split_column_list(value: str) -> list[str]:
     return [n for n in out if n] if value.strip() else []
 
 
+def _check_enabled_formats(key: str, value: str) -> str:
+    """The property's check when a user sets it: only ``iceberg`` is written here."""
+    formats = [f.strip().lower() for f in value.split(",") if f.strip()]
+    unknown = [f for f in formats if f != "iceberg"]
+    if unknown:
+        raise DeltaUnsupportedOperationException(
+            f"[DELTA_UNIVERSAL_FORMAT_VIOLATION] {key} = {value!r}: delta-pyspark writes "
+            f"only Iceberg metadata (UniForm), not {', '.join(unknown)}"
+        )
+    return ",".join(formats)
+
+
 @dataclass(frozen=True)
 class PropertySpec:
     """A known table property: its canonical key, value check and what it needs.
@@ -332,17 +350,13 @@ _SPECS = [
         settable=False,
         why_not="it is assigned when row tracking is supported",
     ),
+    PropertySpec(ENABLED_FORMATS, _check_enabled_formats),
+    PropertySpec(ICEBERG_COMPAT_V2, _check_bool, "icebergCompatV2"),
     PropertySpec(
-        "delta.universalFormat.enabledFormats",
-        lambda _key, value: value,
-        settable=False,
-        why_not="delta-pyspark does not write UniForm (Iceberg/Hudi) metadata",
-    ),
-    PropertySpec(
-        "delta.enableIcebergCompatV2",
+        "delta.enableIcebergCompatV1",
         _check_bool,
         settable=False,
-        why_not="delta-pyspark does not write UniForm (Iceberg/Hudi) metadata",
+        why_not="delta-pyspark writes IcebergCompatV2 tables (delta.enableIcebergCompatV2)",
     ),
 ]
 REGISTRY: dict[str, PropertySpec] = {s.key.lower(): s for s in _SPECS}

@@ -2,8 +2,9 @@
 
 The commit point itself is ``DeltaLog.write_commit``. ``post_commit`` runs the hooks that are
 never part of the commit's atomicity: the version checksum, a checkpoint every
-``delta.checkpointInterval`` versions, expired-log cleanup after a checkpoint, and
-symlink manifests when ``delta.compatibility.symlinkFormatManifest.enabled``.
+``delta.checkpointInterval`` versions, expired-log cleanup after a checkpoint,
+symlink manifests when ``delta.compatibility.symlinkFormatManifest.enabled``, and Iceberg
+metadata (UniForm) when ``delta.universalFormat.enabledFormats`` has ``iceberg``.
 """
 
 from __future__ import annotations
@@ -21,11 +22,13 @@ from delta_pyspark.core.log.segment import commit_name
 from delta_pyspark.core.protocol import table_properties as props
 from delta_pyspark.core.protocol.actions import CommitInfo, encode_action
 from delta_pyspark.core.protocol.table_features import supports
+from delta_pyspark.core.snapshot.delta_log import DeltaLog
 from delta_pyspark.core.snapshot.snapshot import Snapshot
 from delta_pyspark.core.storage.log_store import LogStore
+from delta_pyspark.core.uniform.compat import iceberg_enabled
 from delta_pyspark.exceptions import DeltaUnsupportedOperationException
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 ENGINE_INFO = f"delta-pyspark/{__version__}"
 
@@ -99,8 +102,9 @@ def is_published(store: LogStore, snapshot: Snapshot) -> bool:
     return store.exists(f"{snapshot.segment.log_dir}/{commit_name(snapshot.version)}")
 
 
-def post_commit(store: LogStore, snapshot: Snapshot, txn_id: str | None = None) -> None:
+def post_commit(log: DeltaLog, snapshot: Snapshot, txn_id: str | None = None) -> None:
     """Hooks after a successful commit; failures here never undo the commit."""
+    store = log.store
     conf = snapshot.configuration
     try:
         ict = None
@@ -123,11 +127,18 @@ def post_commit(store: LogStore, snapshot: Snapshot, txn_id: str | None = None) 
                     protect_before=protected_before(snapshot.protocol, conf),
                 )
     except Exception:  # a hook failure must not turn a committed write into an error
-        log.exception("post-commit hook failed for version %d", snapshot.version)
+        logger.exception("post-commit hook failed for version %d", snapshot.version)
     if props.symlink_manifest_enabled(conf):
         try:
             from delta_pyspark.core.transaction.manifest import post_commit_update
 
             post_commit_update(store, snapshot)
         except Exception:  # the commit stands; `generate` rebuilds the manifests
-            log.exception("symlink manifest update failed for version %d", snapshot.version)
+            logger.exception("symlink manifest update failed for version %d", snapshot.version)
+    if iceberg_enabled(conf):
+        try:
+            from delta_pyspark.core.uniform.conversion import convert
+
+            convert(log, snapshot)
+        except Exception:  # the commit stands; the next commit converts every version since
+            logger.exception("Iceberg metadata for version %d failed", snapshot.version)

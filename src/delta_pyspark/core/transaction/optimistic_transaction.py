@@ -57,6 +57,8 @@ from delta_pyspark.core.transaction.conflicts import (
     winner_label,
 )
 from delta_pyspark.core.transaction.row_deletion import FileRowDeletes, mark_rows_deleted, rebase
+from delta_pyspark.core.uniform import compat as uniform
+from delta_pyspark.core.uniform.compat import compat_v2_enabled
 from delta_pyspark.exceptions import (
     DeltaAnalysisException,
     DeltaError,
@@ -296,12 +298,26 @@ class Transaction:
                     f"{sorted((add.get('partitionValues') or {}).keys())} but the table is "
                     f"partitioned by {sorted(parts)}"
                 )
+        uniform.check_commit(
+            md,
+            self.added_files,
+            self.snapshot.metadata if self.snapshot else None,
+            self._live_deletion_vectors(),
+        )
         path = added_and_removed(self._adds, self.removed_files)
         if path is not None:  # readers refuse such a version as damaged (``parse_actions``)
             raise DeltaIllegalArgumentException(
                 f"a commit cannot both add and remove the same file ({path}, with the same "
                 "deletion vector): readers could not tell whether it stays"
             )
+
+    def _live_deletion_vectors(self) -> int:
+        """How many of the snapshot's files have a deletion vector (IcebergCompatV2 is only
+        enabled on a table without any)."""
+        if self.snapshot is None or not compat_v2_enabled(self.metadata.configuration):
+            return 0
+        files = self.snapshot.files
+        return files.num_rows - files.column("deletionVector").null_count
 
     def _actions(self, info: CommitInfo) -> list[tuple[str, Mapping[str, Any]]]:
         actions: list[tuple[str, Mapping[str, Any]]] = [("commitInfo", info)]
@@ -453,7 +469,7 @@ class Transaction:
         self.committed_version = version
         committed = parse_actions(encode_commit(self._pending_actions), f"version {version}")
         snapshot = self._post_commit_snapshot(version, self._winners, committed)
-        post_commit(self.log.store, snapshot, self.txn_id)
+        post_commit(self.log, snapshot, self.txn_id)
         return snapshot
 
     def _close_dv_writers(self) -> None:

@@ -18,6 +18,7 @@ from delta_pyspark.core.protocol.schema import StructType, parse_schema_string, 
 from delta_pyspark.core.snapshot.delta_log import DeltaLog
 from delta_pyspark.core.snapshot.snapshot import Snapshot
 from delta_pyspark.core.transaction.optimistic_transaction import Transaction
+from delta_pyspark.core.uniform.compat import creation_defaults
 from delta_pyspark.exceptions import DeltaAnalysisException
 
 
@@ -53,7 +54,7 @@ def table_metadata(
         return Metadata.create(
             schema_to_string(schema),
             parts,
-            configuration,
+            creation_defaults(configuration),
             name,
             description,
             created_time=time.time_ns() // 1_000_000,
@@ -61,7 +62,7 @@ def table_metadata(
     metadata = current.with_changes(
         schema_string=schema_to_string(schema),
         partition_columns=tuple(parts),
-        configuration=dict(configuration),
+        configuration=creation_defaults(configuration),
     )
     return metadata if keep_description else metadata.with_changes(description=description)
 

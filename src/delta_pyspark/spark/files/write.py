@@ -26,6 +26,7 @@ from delta_pyspark.core.stats.collection import collect_parquet_stats
 from delta_pyspark.core.stats.indexed_columns import stats_settings
 from delta_pyspark.core.storage.locations import join, normalise, parent, relative_to
 from delta_pyspark.core.storage.log_store import log_store_for
+from delta_pyspark.core.uniform.compat import compat_v2_enabled
 from delta_pyspark.spark.files.paths import to_log_path
 from delta_pyspark.spark.files.write_checks import violation_from
 
@@ -128,12 +129,14 @@ def write_files(
         # check has enforced them). Columns after the schema's (row tracking's materialized
         # columns) are written as they are.
         physical = to_physical_schema(schema, mode)
-        ids = _parquet_field_ids if mode == "id" else (lambda t: t)
+        # IcebergCompatV2 needs field ids in name mode too: Iceberg readers match by id
+        with_ids = mode == "id" or compat_v2_enabled(configuration)
+        ids = _parquet_field_ids if with_ids else (lambda t: t)
         renamed = df.select(
             *[
                 df[f"`{f.name}`"]
                 .cast(ids(relaxed(to_spark_type(pf.type))))
-                .alias(pf.name, metadata=_field_id_metadata(pf.metadata) if mode == "id" else {})
+                .alias(pf.name, metadata=_field_id_metadata(pf.metadata) if with_ids else {})
                 for f, pf in zip(schema.fields, physical.fields, strict=True)
             ],
             *[df[f"`{c}`"] for c in df.columns[len(schema.fields) :]],
