@@ -35,13 +35,16 @@ def _create(spark: Any, path: str, properties: str) -> None:
     )
 
 
-def _append_latency(spark: Any, path: str) -> float:
-    times = []
+def _append_latencies(spark: Any, paths: list[str]) -> list[float]:
+    """Median one-row append per table, the tables taking turns (so warm-up and other load
+    fall on both alike)."""
+    times: list[list[float]] = [[] for _ in paths]
     for i in range(APPENDS + 2):
-        start = time.perf_counter()
-        spark.sql(f"INSERT INTO delta.`{path}` VALUES ({i}, {i * 7}, 'row {i}')")
-        times.append(time.perf_counter() - start)
-    return statistics.median(times[2:])
+        for n, path in enumerate(paths):
+            start = time.perf_counter()
+            spark.sql(f"INSERT INTO delta.`{path}` VALUES ({i}, {i * 7}, 'row {i}')")
+            times[n].append(time.perf_counter() - start)
+    return [statistics.median(t[2:]) for t in times]
 
 
 def _optimize(spark: Any, path: str) -> float:
@@ -68,12 +71,14 @@ def main() -> None:
     spark = bench_session()
     work = tempfile.mkdtemp(prefix="bench-uniform-")
     try:
-        results: dict[str, dict[str, float]] = {}
-        for name, properties in (("plain", _COMPAT), ("uniform", _UNIFORM)):
-            path = f"{work}/{name}"
-            _create(spark, path, properties)
-            results[name] = {"append": _append_latency(spark, path)}
-            results[name]["optimize"] = _optimize(spark, path)
+        kinds = (("plain", _COMPAT), ("uniform", _UNIFORM))
+        for name, properties in kinds:
+            _create(spark, f"{work}/{name}", properties)
+        appends = _append_latencies(spark, [f"{work}/{name}" for name, _ in kinds])
+        results = {
+            name: {"append": latency, "optimize": _optimize(spark, f"{work}/{name}")}
+            for (name, _), latency in zip(kinds, appends, strict=True)
+        }
         for what, label in (("append", "one-row append (median)"),
                             ("optimize", f"OPTIMIZE of {SMALL_FILES:,} files")):  # fmt: skip
             plain, uniform = results["plain"][what], results["uniform"][what]
