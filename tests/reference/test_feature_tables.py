@@ -139,6 +139,15 @@ FEATURES = [
         steps=lambda path: _default_steps(path, MERGE_EXPLICIT),
     ),
     Feature("rowTracking", {"delta.enableRowTracking": "true"}),
+    # both write the files IcebergCompatV2's way (field ids, partition values kept, the tag)
+    # and read each other's; UniForm's Iceberg metadata is ours only (delta-spark 4.0.x does
+    # not build its delta-iceberg module)
+    Feature(
+        "partitioned-icebergCompatV2",
+        {"delta.enableIcebergCompatV2": "true"},
+        partitioned_by=("p",),
+        extra=lambda path: [{"op": "optimize", "path": path}],
+    ),
     Feature(
         "typeWidening",
         {"delta.enableTypeWidening": "true"},

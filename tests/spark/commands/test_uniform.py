@@ -9,11 +9,14 @@ import datetime as dt
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 import pyarrow.parquet as pq
 import pytest
 from pyiceberg.table import StaticTable
 
+from delta_pyspark.core.protocol.column_mapping import physical_name
+from delta_pyspark.core.snapshot.delta_log import DeltaLog
 from delta_pyspark.exceptions import IcebergCompatViolationError
 from iceberg_readers import duckdb_rows
 
@@ -94,16 +97,23 @@ def test_iceberg_readers_see_every_version_of_a_uniform_table(spark: Any, tmp_pa
     assert [f.name for f in table.schema().fields] == names
     assert [f.name for f in table.spec().fields] == ["p"]
     assert len(table.metadata.schemas) == 4  # created, ADD COLUMNS, RENAME, mergeSchema
-    _assert_field_ids(path)
+    _assert_iceberg_files(path)
 
 
-def _assert_field_ids(path: str) -> None:
-    """Every live data file has each of its columns' Parquet field id (Iceberg readers match
-    columns by id; name mapping is only for files that predate the upgrade)."""
-    table = StaticTable.from_metadata(path)
-    for task in table.scan().plan_files():
-        schema = pq.read_schema(task.file.file_path)
-        assert all(b"PARQUET:field_id" in (f.metadata or {}) for f in schema), task.file.file_path
+def _assert_iceberg_files(path: str) -> None:
+    """Every live data file is as IcebergCompatV2 wants it: each column with its Parquet
+    field id (Iceberg readers match columns by id; name mapping is only for files that
+    predate the upgrade), the partition column's values in the file too, and delta-spark's
+    ``ICEBERG_COMPAT_VERSION`` tag on its add."""
+    snapshot = DeltaLog.for_table(path).snapshot()
+    part = physical_name(snapshot.schema.field("p"), "name")
+    files = snapshot.files.select(["path", "tags"]).to_pylist()
+    assert files
+    for f in files:
+        schema = pq.read_schema(f"{path}/{unquote(f['path'])}")
+        assert all(b"PARQUET:field_id" in (c.metadata or {}) for c in schema), f["path"]
+        assert part in schema.names, f["path"]
+        assert dict(f["tags"] or []) == {"ICEBERG_COMPAT_VERSION": "2"}, f["path"]
 
 
 def test_a_uniform_table_keeps_the_rules_on_later_commits(spark: Any, tmp_path: Path) -> None:
@@ -145,7 +155,7 @@ def test_reorg_upgrade_uniform_makes_an_existing_table_iceberg_readable(
     expected = [_plain(r) for r in _spark_rows(spark, path, len(history) - 1)]
     assert [_plain(r) for r in duckdb_rows(path)] == expected
     assert sorted(r["id"] for r in expected) == [0, 1, 2, 3, 5, 6, 7, 8, 9, 10, 11]
-    _assert_field_ids(path)
+    _assert_iceberg_files(path)
 
     snapshots = len(StaticTable.from_metadata(path).metadata.snapshots)
     spark.sql(upgrade).collect()  # already upgraded: the current version converted again

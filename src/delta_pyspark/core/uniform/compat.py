@@ -5,8 +5,10 @@ Checked on every commit of a table with ``delta.enableIcebergCompatV2=true`` (th
 is refused, by the rule it breaks, before anything is visible): column mapping on, deletion
 vectors off and none live, every added file with ``numRecords``, only types Iceberg has.
 ``delta.universalFormat.enabledFormats=iceberg`` needs IcebergCompatV2, and the Iceberg
-metadata it promises needs pyiceberg. This module decides; it writes nothing and imports
-no Iceberg library.
+metadata it promises needs pyiceberg. What the data files must hold (Parquet field ids,
+the partition values too, delta-spark's ``ICEBERG_COMPAT_VERSION`` tag on their adds) is the
+writer's part (``spark/files/write.py``). This module decides; it writes nothing and
+imports no Iceberg library.
 """
 
 from __future__ import annotations

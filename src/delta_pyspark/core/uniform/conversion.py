@@ -89,19 +89,27 @@ class _Change:
 
 @dataclass
 class _Live:
-    """The current Iceberg snapshot's manifests and which of them lists each file (read
-    from the manifests the first time a file is removed)."""
+    """The current Iceberg snapshot's manifests, their live entries and which manifest lists
+    each file (read from the manifests the first time a file is removed, once)."""
 
     fio: StoreFileIO
     manifests: list[ManifestFile]
+    _entries: list[list[ManifestEntry]] | None = None
     _holders: dict[str, int] | None = None
+
+    def entries(self, i: int) -> list[ManifestEntry]:
+        if self._entries is None:
+            self._entries = [
+                m.fetch_manifest_entry(self.fio, discard_deleted=True) for m in self.manifests
+            ]
+        return self._entries[i]
 
     def holders(self) -> dict[str, int]:
         if self._holders is None:
             self._holders = {
                 entry.data_file.file_path: i
-                for i, m in enumerate(self.manifests)
-                for entry in m.fetch_manifest_entry(self.fio, discard_deleted=True)
+                for i in range(len(self.manifests))
+                for entry in self.entries(i)
             }
         return self._holders
 
@@ -467,7 +475,7 @@ def _without(
         schema = md.schema()
         out_file = fio.new_output(location)
         with write_manifest(2, spec, schema, out_file, snapshot_id, "deflate") as writer:
-            for entry in manifest.fetch_manifest_entry(fio, discard_deleted=True):
+            for entry in live.entries(i):
                 if entry.data_file.file_path in gone:
                     writer.delete(entry)
                 else:

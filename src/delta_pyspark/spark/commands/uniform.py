@@ -4,7 +4,8 @@ readable as Iceberg, or convert its current version again.
 Steps, each its own commit so each is checked as any commit is: files with deletion vectors
 are purged (IcebergCompatV2 is only enabled on a table without any); column mapping
 (``name`` when off), IcebergCompatV2 and ``enabledFormats = iceberg`` are set; the files
-written without Parquet field ids (before the upgrade) are rewritten with them, so Iceberg
+not written under IcebergCompatV2 (no ``ICEBERG_COMPAT_VERSION`` tag, as delta-spark
+decides) are rewritten, with Parquet field ids and their partition values, so Iceberg
 readers match their columns by id. The properties commit converts the table whole; when the
 table was already upgraded, nothing is committed and the current version is converted again.
 """
@@ -17,13 +18,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_pyspark.core.commands.alter_table import set_properties
-from delta_pyspark.core.log.table_paths import data_file_path
 from delta_pyspark.core.protocol import table_properties as props
-from delta_pyspark.core.protocol.column_mapping import column_mapping_mode, physical_name
-from delta_pyspark.core.protocol.schema import PARQUET_FIELD_ID_KEY
+from delta_pyspark.core.protocol.column_mapping import column_mapping_mode
 from delta_pyspark.core.snapshot.delta_log import DeltaLog
 from delta_pyspark.core.snapshot.snapshot import Snapshot
-from delta_pyspark.core.storage.log_store import log_store_for
+from delta_pyspark.core.uniform.compat import ICEBERG_COMPAT_TAG
 from delta_pyspark.core.uniform.conversion import convert
 from delta_pyspark.exceptions import (
     DeltaUnsupportedOperationException,
@@ -64,7 +63,7 @@ def upgrade_uniform(spark: SparkSession, log: DeltaLog, compat_version: int) -> 
     changed = any(conf.get(k) != v for k, v in wanted.items())
     if changed:
         set_properties(log, wanted)
-    result = run_optimize(spark, log, OptimizeSpec(purge=True, rewrite=files_without_field_ids))
+    result = run_optimize(spark, log, OptimizeSpec(purge=True, rewrite=files_not_iceberg_compat))
     latest = log.snapshot()
     # the commits above converted as they went (a failure there surfaces now); an upgraded
     # table with nothing to commit has its current version converted again
@@ -72,23 +71,10 @@ def upgrade_uniform(spark: SparkSession, log: DeltaLog, compat_version: int) -> 
     return metrics_frame(spark, OptimizeResult(result.path, result.metrics, latest.version))
 
 
-def files_without_field_ids(snapshot: Snapshot, files: pa.Table) -> pa.BooleanArray:
-    """Which files have a top-level data column without a Parquet field id (their footers
-    say): files written before IcebergCompatV2, which Iceberg readers could only match by
-    name."""
-    mode = column_mapping_mode(snapshot.configuration)
-    partitions = set(snapshot.partition_columns)
-    columns = [physical_name(f, mode) for f in snapshot.schema.fields if f.name not in partitions]
-    store = log_store_for(snapshot.table_root)
-    out = []
-    for path in files.column("path").to_pylist():
-        footer = store.read_footer(data_file_path(snapshot.table_root, path))
-        schema = footer.schema.to_arrow_schema()
-        out.append(
-            any(
-                name in schema.names
-                and PARQUET_FIELD_ID_KEY not in (schema.field(name).metadata or {})
-                for name in columns
-            )
-        )
-    return pa.array(out, pa.bool_())
+def files_not_iceberg_compat(snapshot: Snapshot, files: pa.Table) -> pa.BooleanArray:
+    """Which files were not written under IcebergCompatV2 (no ``ICEBERG_COMPAT_VERSION = 2``
+    tag, as delta-spark tags them): they may lack field ids and partition values."""
+    if not files.num_rows:
+        return pa.array([], pa.bool_())
+    tags = pc.map_lookup(files.column("tags").combine_chunks(), ICEBERG_COMPAT_TAG, "first")
+    return pc.fill_null(pc.not_equal(tags, "2"), True)

@@ -19,14 +19,17 @@ from delta_pyspark.core.protocol.column_mapping import (
     column_mapping_mode,
     physical_name,
 )
-from delta_pyspark.core.protocol.partition_values import parse_hive_partition_path
+from delta_pyspark.core.protocol.partition_values import (
+    escape_path_name,
+    parse_hive_partition_path,
+)
 from delta_pyspark.core.protocol.schema import BINARY, StructType
 from delta_pyspark.core.protocol.schema_arrow import to_arrow_schema
 from delta_pyspark.core.stats.collection import collect_parquet_stats
 from delta_pyspark.core.stats.indexed_columns import stats_settings
 from delta_pyspark.core.storage.locations import join, normalise, parent, relative_to
 from delta_pyspark.core.storage.log_store import log_store_for
-from delta_pyspark.core.uniform.compat import compat_v2_enabled
+from delta_pyspark.core.uniform.compat import ICEBERG_COMPAT_TAG, compat_v2_enabled
 from delta_pyspark.spark.files.paths import to_log_path
 from delta_pyspark.spark.files.write_checks import violation_from
 
@@ -36,6 +39,9 @@ if TYPE_CHECKING:
     from delta_pyspark.core.snapshot.snapshot import Snapshot
 
 STAGING_DIR = "_delta_staging"
+#: the name of a partition column's copy that Spark partitions by when the files keep the
+#: column too (IcebergCompatV2)
+_PARTITION_COPY = "__delta_partition_"
 
 
 #: Spark's Parquet writer writes this field metadata as the Parquet field id
@@ -143,16 +149,26 @@ def write_files(
         )
     part_physical = [physical_name(schema.field(c), mode) for c in partition_columns]
     renamed = _empty_binary_partitions_to_null(renamed, schema, partition_columns, mode)
+    directories = part_physical
+    if compat_v2_enabled(configuration) and part_physical:
+        # IcebergCompatV2 keeps partition values in the files too: Spark's writer drops the
+        # columns it partitions by, so it partitions by copies, whose directories
+        # ``_adopt_files`` names after the columns again
+        from pyspark.sql import functions as F
+
+        directories = [f"{_PARTITION_COPY}{i}" for i in range(len(part_physical))]
+        copies = [F.col(f"`{p}`").alias(d) for p, d in zip(part_physical, directories, strict=True)]
+        renamed = renamed.select("*", *copies)
     if optimize_write is None:
         optimize_write = ow.optimize_write_enabled(df.sparkSession, configuration)
     job: AbstractContextManager[None] = nullcontext()
     if optimize_write:
-        renamed = ow.rebalanced(renamed, part_physical)
+        renamed = ow.rebalanced(renamed, directories)
         job = ow.bin_size_for_job(df.sparkSession, ow.bin_size(df.sparkSession))
     staging = f"{table_root.rstrip('/')}/{STAGING_DIR}/{uuid.uuid4()}"
     writer = renamed.write.mode("errorifexists")
-    if part_physical:
-        writer = writer.partitionBy(*part_physical)
+    if directories:
+        writer = writer.partitionBy(*directories)
     if max_records_per_file:
         writer = writer.option("maxRecordsPerFile", int(max_records_per_file))
     try:
@@ -166,7 +182,13 @@ def write_files(
         raise
     try:
         return _adopt_files(
-            staging, table_root, schema, part_physical, configuration, data_change, mode
+            staging,
+            table_root,
+            schema,
+            dict(zip(directories, part_physical, strict=True)),
+            configuration,
+            data_change,
+            mode,
         )
     finally:
         _remove_staging(staging)
@@ -199,15 +221,23 @@ def _adopt_files(
     staging: str,
     table_root: str,
     schema: StructType,
-    part_physical: list[str],
+    directories: dict[str, str],
     configuration: Any,
     data_change: bool,
     mode: str,
 ) -> list[AddFile]:
+    """Move the staged files into the table; their adds. ``directories``: the partition
+    directory names Spark wrote, to the partition columns' physical names (copies of the
+    columns when the files keep them too, else the columns)."""
     from delta_pyspark.core.protocol.column_mapping import to_physical_schema
 
     physical = to_physical_schema(schema, mode)
-    data_fields = StructType(tuple(f for f in physical.fields if f.name not in part_physical))
+    part_physical = list(directories.values())
+    materialized = any(d != p for d, p in directories.items())
+    data_fields = StructType(
+        tuple(f for f in physical.fields if materialized or f.name not in part_physical)
+    )
+    tags = {ICEBERG_COMPAT_TAG: "2"} if compat_v2_enabled(configuration) else None
     arrow_schema = to_arrow_schema(data_fields)
     num_indexed, stats_cols = stats_settings(configuration, schema)
     adds: list[AddFile] = []
@@ -218,19 +248,30 @@ def _adopt_files(
     for entry in staged:
         if not entry.name.endswith(".parquet") or entry.name.startswith((".", "_")):
             continue
-        relative = relative_to(entry.path, staging)
+        relative = _renamed_directories(relative_to(entry.path, staging), directories)
         dest = join(table_root, relative)
         store.move(entry.path, dest)  # Spark's file names carry the job's UUID: no clash
         meta = store.read_footer(dest)
         values = parse_hive_partition_path(relative) if part_physical else {}
-        adds.append(
-            {
-                "path": to_log_path(relative),
-                "partitionValues": {c: values.get(c) for c in part_physical},
-                "size": entry.size,
-                "modificationTime": now,
-                "dataChange": data_change,
-                "stats": collect_parquet_stats(meta, arrow_schema, num_indexed, stats_cols),
-            }
-        )
+        add: AddFile = {
+            "path": to_log_path(relative),
+            "partitionValues": {c: values.get(c) for c in part_physical},
+            "size": entry.size,
+            "modificationTime": now,
+            "dataChange": data_change,
+            "stats": collect_parquet_stats(meta, arrow_schema, num_indexed, stats_cols),
+        }
+        if tags:
+            add["tags"] = dict(tags)
+        adds.append(add)
     return adds
+
+
+def _renamed_directories(relative: str, directories: dict[str, str]) -> str:
+    """``relative`` with each ``<copy>=value`` directory named after its column."""
+    segments = relative.split("/")
+    for i, segment in enumerate(segments[:-1]):
+        name, eq, value = segment.partition("=")
+        if eq and name in directories:
+            segments[i] = f"{escape_path_name(directories[name])}={value}"
+    return "/".join(segments)
