@@ -15,6 +15,7 @@ from pyiceberg.conversions import from_bytes
 from pyiceberg.table import StaticTable
 from pyiceberg.types import StringType, TimestamptzType
 
+from delta_pyspark.core.catalog.managed_tables import Catalog
 from delta_pyspark.core.protocol.column_mapping import to_physical_schema
 from delta_pyspark.core.protocol.schema import StructType, parse_schema_string
 from delta_pyspark.core.protocol.schema_arrow import to_arrow_schema
@@ -24,7 +25,11 @@ from delta_pyspark.core.stats.collection import collect_parquet_stats
 from delta_pyspark.core.transaction.optimistic_transaction import Transaction
 from delta_pyspark.core.transaction.table_definition import create_table
 from delta_pyspark.core.uniform import conversion
-from delta_pyspark.exceptions import DeltaUnsupportedOperationException, IcebergCompatViolationError
+from delta_pyspark.exceptions import (
+    DeltaConcurrentModificationException,
+    DeltaUnsupportedOperationException,
+    IcebergCompatViolationError,
+)
 from iceberg_readers import duckdb_rows
 
 UNIFORM = {
@@ -296,3 +301,68 @@ def test_compat_v2_without_a_mapping_mode_gets_name_mapping_at_creation(tmp_path
     assert snapshot.configuration["delta.columnMapping.mode"] == "name"
     assert {"columnMapping", "icebergCompatV2"} <= set(snapshot.protocol.writer_features or ())
     assert not (tmp_path / "metadata").exists()  # no UniForm asked for: no Iceberg metadata
+
+
+@pytest.mark.parametrize("auto_publish", [True, False])
+def test_a_catalog_managed_table_is_converted_once_the_catalog_ratified_each_commit(
+    catalog_url: str, tmp_path: Path, auto_publish: bool
+) -> None:
+    """Iceberg metadata follows ratified commits only, published or still held by the
+    catalog: a commit the catalog refused never reaches the Iceberg side."""
+    with Catalog.open(
+        catalog_url, warehouse=str(tmp_path / "warehouse"), auto_publish=auto_publish
+    ) as catalog:
+        catalog.create_table("t", SCHEMA, ["p"], configuration=UNIFORM)
+        log = catalog.delta_log("t")
+        for name, rows, p in (("a", [_row(1, "a", "x")], "x"), ("b", [_row(2, "b", "y")], "y")):
+            txn = catalog.begin("t")
+            txn.add_files([_write(log, rows, p, name)])
+            txn.commit("WRITE")
+        stale = catalog.begin("t")  # read version 2; loses to the delete below
+        stale.read_whole_table()
+        stale.add_files([_write(log, [_row(9, "z", "x")], "x", "z")])
+        deleting = catalog.begin("t")
+        deleting.remove_files([{"path": f["path"], "deletionTimestamp": 0}
+                               for f in deleting.snapshot.files.to_pylist()[:1]])  # fmt: skip
+        deleting.commit("DELETE")
+        with pytest.raises(DeltaConcurrentModificationException):
+            stale.commit("WRITE")
+        root = Path(catalog.table("t").location)
+    assert sorted(_by_version(root)) == [0, 1, 2, 3]
+    assert [r["id"] for r in _by_version(root)[2]] == [1, 2]
+    assert len(_by_version(root)[3]) == 1
+    assert duckdb_rows(root) == _by_version(root)[3]
+
+
+def test_type_widening_iceberg_cannot_read_is_refused(tmp_path: Path) -> None:
+    from delta_pyspark.core.commands.alter_table import set_properties
+
+    schema = _schema(("id", "integer"), ("amount", "integer"), ("p", "string"))
+    log = _create(tmp_path, {**UNIFORM, "delta.enableTypeWidening": "true"}, schema=schema)
+    snapshot = log.snapshot()
+
+    def widened(to: str) -> Any:
+        fields = json.loads(snapshot.metadata.schema_string)["fields"]
+        fields[1]["type"] = to
+        fields[1]["metadata"]["delta.typeChanges"] = [{"fromType": "integer", "toType": to}]
+        return snapshot.metadata.with_changes(
+            schema_string=json.dumps({"type": "struct", "fields": fields})
+        )
+
+    txn = Transaction(log, snapshot)
+    txn.update_metadata(widened("long"))  # Iceberg's int to long: allowed
+    txn.commit("CHANGE COLUMN")
+    txn = Transaction(log, log.snapshot())
+    snapshot = log.snapshot()
+    txn.update_metadata(widened("double"))
+    with pytest.raises(IcebergCompatViolationError, match=r"UNSUPPORTED_TYPE_WIDENING.*amount"):
+        txn.commit("CHANGE COLUMN")
+    assert _versions(tmp_path)[-1] == "00000000000000000001.json"
+    # and a partitioned table keeps its partition columns
+    txn = Transaction(log, log.snapshot())
+    txn.update_metadata(log.snapshot().metadata.with_changes(partition_columns=("id",)))
+    with pytest.raises(IcebergCompatViolationError, match="REPLACE_TABLE_CHANGE_PARTITION_NAMES"):
+        txn.commit("REPLACE TABLE")
+    # turning IcebergCompatV2 off alone turns UniForm's Iceberg off too
+    set_properties(log, {"delta.enableIcebergCompatV2": "false"})
+    assert "delta.universalFormat.enabledFormats" not in log.snapshot().configuration

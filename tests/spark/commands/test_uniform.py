@@ -126,13 +126,24 @@ def test_a_uniform_table_keeps_the_rules_on_later_commits(spark: Any, tmp_path: 
         (f"ALTER TABLE delta.`{path}` ADD COLUMNS (tags ARRAY<STRING>)",
          "UNSUPPORTED_DATA_TYPE"),
         (f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('delta.enableIcebergCompatV2' = "
-         "'false')", "DELTA_UNIVERSAL_FORMAT_VIOLATION"),
+         "'false', 'delta.universalFormat.enabledFormats' = 'iceberg')",
+         "DELTA_UNIVERSAL_FORMAT_VIOLATION"),
     ]:  # fmt: skip
         with pytest.raises(IcebergCompatViolationError, match=condition) as info:
             spark.sql(statement)
         assert condition in str(info.value.condition)
     after = sorted(p.name for p in (tmp_path / "t" / "_delta_log").glob("*.json"))
     assert after == before
+    # turning IcebergCompatV2 off alone turns UniForm's Iceberg off with it, as in delta-spark
+    spark.sql(
+        f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('delta.enableIcebergCompatV2' = 'false')"
+    )
+    properties = spark.sql(f"DESCRIBE DETAIL delta.`{path}`").collect()[0]["properties"]
+    assert properties["delta.enableIcebergCompatV2"] == "false"
+    assert "delta.universalFormat.enabledFormats" not in properties
+    spark.sql(f"INSERT INTO delta.`{path}` VALUES (1, 'x')")  # no Iceberg snapshot for it
+    table = StaticTable.from_metadata(path)
+    assert table.metadata.properties["delta-version"] == "0"
 
 
 @pytest.mark.long  # the quick run checks UniForm tables made at creation

@@ -33,6 +33,7 @@ from delta_pyspark.core.snapshot.delta_log import DeltaLog
 from delta_pyspark.core.snapshot.snapshot import Snapshot
 from delta_pyspark.core.stats.layout import split_column_name
 from delta_pyspark.core.transaction.optimistic_transaction import Transaction
+from delta_pyspark.core.uniform.compat import after_property_change
 from delta_pyspark.exceptions import (
     DeltaAnalysisException,
     DeltaIllegalArgumentException,
@@ -54,6 +55,7 @@ def set_properties(log: DeltaLog, properties: Mapping[str, str]) -> Snapshot:
     old_conf = dict(snapshot.configuration)
     conf = _without_keys(old_conf, requested)
     conf.update({k: v for k, v in requested.items() if not props.is_protocol_key(k)})
+    conf = after_property_change(conf, requested)
     schema_string = _column_mapping_change(snapshot, old_conf, conf)
     _check_manifest_compatibility(snapshot, conf)
 

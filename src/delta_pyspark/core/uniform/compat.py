@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import importlib.util
 import json
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from delta_pyspark.core.protocol.actions import AddFile, Metadata
 from delta_pyspark.core.protocol.column_mapping import COLUMN_MAPPING_MODE_KEY, column_mapping_mode
 from delta_pyspark.core.protocol.schema import (
+    TYPE_CHANGES_KEY,
     ArrayType,
     DataType,
     DecimalType,
@@ -33,6 +35,7 @@ from delta_pyspark.core.protocol.schema import (
 from delta_pyspark.core.protocol.table_properties import ENABLED_FORMATS, ICEBERG_COMPAT_V2
 from delta_pyspark.exceptions import DeltaUnsupportedOperationException, IcebergCompatViolationError
 
+ICEBERG_COMPAT_V1 = "delta.enableIcebergCompatV1"
 #: the add tag delta-spark gives files written under an IcebergCompat version
 ICEBERG_COMPAT_TAG = "ICEBERG_COMPAT_VERSION"
 
@@ -67,6 +70,20 @@ def creation_defaults(conf: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
+def after_property_change(conf: Mapping[str, str], requested: Mapping[str, str]) -> dict[str, str]:
+    """``conf`` after ``SET TBLPROPERTIES requested``: turning IcebergCompatV2 off also turns
+    UniForm's Iceberg off (as delta-spark does) unless the same statement sets the formats."""
+    out = dict(conf)
+    turning_off = ICEBERG_COMPAT_V2 in requested and not compat_v2_enabled(requested)
+    if turning_off and ENABLED_FORMATS not in requested and iceberg_enabled(out):
+        kept = [f for f in enabled_formats(out) if f != "iceberg"]
+        if kept:
+            out[ENABLED_FORMATS] = ",".join(kept)
+        else:
+            del out[ENABLED_FORMATS]
+    return out
+
+
 def check_commit(
     metadata: Metadata,
     adds: Iterable[AddFile],
@@ -92,6 +109,11 @@ def check_commit(
             )
     if not compat_v2_enabled(conf):
         return
+    if str(conf.get(ICEBERG_COMPAT_V1, "false")).strip().lower() == "true":
+        raise IcebergCompatViolationError(
+            "[DELTA_ICEBERG_COMPAT_VIOLATION.VERSION_MUTUAL_EXCLUSIVE] only one IcebergCompat "
+            f"version may be enabled: {ICEBERG_COMPAT_V1} and {ICEBERG_COMPAT_V2} are both true"
+        )
     mode = column_mapping_mode(conf)
     if mode == "none":
         raise IcebergCompatViolationError(
@@ -110,8 +132,20 @@ def check_commit(
             f"cannot be enabled: {live_deletion_vectors} files have deletion vectors; "
             "purge them first (REORG TABLE ... APPLY (PURGE))"
         )
+    if (
+        previous is not None
+        and previous.partition_columns
+        and list(previous.partition_columns) != list(metadata.partition_columns)
+    ):
+        raise IcebergCompatViolationError(
+            "[DELTA_ICEBERG_COMPAT_VIOLATION.REPLACE_TABLE_CHANGE_PARTITION_NAMES] "
+            "IcebergCompatV2 does not allow the partition columns to change from "
+            f"{list(previous.partition_columns)} to {list(metadata.partition_columns)}"
+        )
     if previous is None or previous.schema_string != metadata.schema_string or enabling:
-        _check_types(parse_schema_string(metadata.schema_string), ())
+        schema = parse_schema_string(metadata.schema_string)
+        _check_types(schema, ())
+        _check_type_changes(schema)
     for add in adds:
         if _num_records(add.get("stats")) is None:
             raise IcebergCompatViolationError(
@@ -128,6 +162,45 @@ def _num_records(stats: Any) -> int | None:
     except (ValueError, AttributeError):
         return None
     return value if isinstance(value, int) else None
+
+
+def _check_type_changes(schema: StructType) -> None:
+    """Every recorded type widening must be one Iceberg allows (int to long, float to
+    double, a decimal's precision up with its scale kept; byte and short are Iceberg ints)."""
+    for column, change in _type_changes(schema, ()):
+        before = _iceberg_kind(change.get("fromType"))
+        after = _iceberg_kind(change.get("toType"))
+        if before == after or (before, after) in (("int", "long"), ("float", "double")):
+            continue
+        if _same_scale_decimals(change.get("fromType"), change.get("toType")):
+            continue
+        raise IcebergCompatViolationError(
+            "[DELTA_ICEBERG_COMPAT_VIOLATION.UNSUPPORTED_TYPE_WIDENING] IcebergCompatV2 does "
+            f"not allow the type change of {column} from "
+            f"{change.get('fromType')} to {change.get('toType')}: Iceberg cannot read the "
+            "older files as the new type"
+        )
+
+
+def _type_changes(dtype: DataType, path: tuple[str, ...]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``(column, change)`` for each recorded type widening (in its field's metadata)."""
+    if isinstance(dtype, StructType):
+        for f in dtype.fields:
+            for change in f.metadata.get(TYPE_CHANGES_KEY) or []:
+                yield ".".join((*path, f.name)), change
+            yield from _type_changes(f.type, (*path, f.name))
+
+
+def _iceberg_kind(name: Any) -> str:
+    return "int" if name in ("byte", "short", "integer") else str(name)
+
+
+def _same_scale_decimals(before: Any, after: Any) -> bool:
+    pattern = re.compile(r"decimal\((\d+),\s*(\d+)\)")
+    old, new = pattern.fullmatch(str(before)), pattern.fullmatch(str(after))
+    if old is None or new is None:
+        return False
+    return old.group(2) == new.group(2) and int(new.group(1)) >= int(old.group(1))
 
 
 def _check_types(dtype: DataType, path: tuple[str, ...]) -> None:
