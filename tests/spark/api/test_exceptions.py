@@ -42,6 +42,7 @@ EXPECTED = {
     ex.DeltaUnsupportedOperationException: UnsupportedOperationException,
     ex.MergeMultipleMatchesError: UnsupportedOperationException,
     ex.DeltaPlannerUnsupportedError: UnsupportedOperationException,
+    ex.IcebergCompatViolationError: UnsupportedOperationException,
     ex.CorruptLogError: PySparkException,
     ex.ChecksumMismatchError: PySparkException,
     ex.UnsupportedTableFeatureError: PySparkException,
