@@ -119,6 +119,7 @@ CONSTRAINT_PREFIX = "delta.constraints."
 FEATURE_PREFIX = "delta.feature."
 MIN_READER_VERSION = "delta.minReaderVersion"
 MIN_WRITER_VERSION = "delta.minWriterVersion"
+ICEBERG_COMPAT_V1 = "delta.enableIcebergCompatV1"
 ICEBERG_COMPAT_V2 = "delta.enableIcebergCompatV2"
 ENABLED_FORMATS = "delta.universalFormat.enabledFormats"
 
@@ -353,7 +354,7 @@ _SPECS = [
     PropertySpec(ENABLED_FORMATS, _check_enabled_formats),
     PropertySpec(ICEBERG_COMPAT_V2, _check_bool, "icebergCompatV2"),
     PropertySpec(
-        "delta.enableIcebergCompatV1",
+        ICEBERG_COMPAT_V1,
         _check_bool,
         settable=False,
         why_not="delta-pyspark writes IcebergCompatV2 tables (delta.enableIcebergCompatV2)",

@@ -32,10 +32,14 @@ from delta_pyspark.core.protocol.schema import (
     parse_schema_string,
     type_name,
 )
-from delta_pyspark.core.protocol.table_properties import ENABLED_FORMATS, ICEBERG_COMPAT_V2
+from delta_pyspark.core.protocol.table_properties import (
+    ENABLED_FORMATS,
+    ICEBERG_COMPAT_V1,
+    ICEBERG_COMPAT_V2,
+    deletion_vectors_enabled,
+)
 from delta_pyspark.exceptions import DeltaUnsupportedOperationException, IcebergCompatViolationError
 
-ICEBERG_COMPAT_V1 = "delta.enableIcebergCompatV1"
 #: the add tag delta-spark gives files written under an IcebergCompat version
 ICEBERG_COMPAT_TAG = "ICEBERG_COMPAT_VERSION"
 
@@ -120,7 +124,7 @@ def check_commit(
             "[DELTA_ICEBERG_COMPAT_VIOLATION.WRONG_REQUIRED_TABLE_PROPERTY] IcebergCompatV2 "
             f"needs column mapping: {COLUMN_MAPPING_MODE_KEY} must be 'name' or 'id', not 'none'"
         )
-    if str(conf.get("delta.enableDeletionVectors", "false")).strip().lower() == "true":
+    if deletion_vectors_enabled(conf):
         raise IcebergCompatViolationError(
             "[DELTA_ICEBERG_COMPAT_VIOLATION.DELETION_VECTORS_SHOULD_BE_DISABLED] "
             "IcebergCompatV2 needs delta.enableDeletionVectors = false"

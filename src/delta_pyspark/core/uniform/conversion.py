@@ -118,12 +118,6 @@ def metadata_dir(table_root: str) -> str:
     return join(table_root, METADATA_DIR)
 
 
-def latest_metadata_location(log: DeltaLog) -> str | None:
-    """The newest ``v<N>.metadata.json`` (by the version hint), None before any conversion."""
-    found = _latest(log)
-    return found[1] if found else None
-
-
 def convert(log: DeltaLog, snapshot: DeltaSnapshot, rerun: bool = False) -> str | None:
     """Bring the table's Iceberg metadata up to ``snapshot``'s version; returns the metadata
     file written (None when it already stood there). ``rerun``: convert the version again
@@ -487,7 +481,7 @@ def _without(
 __all__ = [
     "DELTA_TIMESTAMP",
     "DELTA_VERSION",
+    "VERSION_HINT",
     "convert",
-    "latest_metadata_location",
     "metadata_dir",
 ]
