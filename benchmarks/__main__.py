@@ -23,6 +23,7 @@ BENCHMARKS = {
     "reference": "benchmarks.reference",
     "object_store": "benchmarks.object_store",
     "uniform": "benchmarks.uniform",
+    "describe_cli": "benchmarks.describe_cli",
 }
 
 

@@ -109,8 +109,12 @@ def build_table(
     adds_per_commit: int = 100,
     checkpoint_interval: int = 10,
     seed: int = 42,
+    removes_per_commit: int = 0,
 ) -> dict[str, Any]:
-    """Write the log directly; replay incrementally (one ``apply`` per checkpoint interval)."""
+    """Write the log directly; replay incrementally (one ``apply`` per checkpoint interval).
+
+    With ``removes_per_commit``, each commit after the first also removes that many of the
+    previous commit's files (a compaction's or DML's shape of commit)."""
     from delta_pyspark.core.log.checkpoint import write_checkpoint
     from delta_pyspark.core.log.commit_actions import parse_actions
     from delta_pyspark.core.log.replay import empty_state
@@ -124,6 +128,7 @@ def build_table(
     state = empty_state()
     pending = []
     written: list[int] = []
+    previous: list[dict[str, Any]] = []
     for version in range(commits):
         info: dict[str, Any] = {
             "timestamp": base_ms + version * 1000,
@@ -149,7 +154,22 @@ def build_table(
                 }
             )
         first = version * adds_per_commit
-        lines += [{"add": _add(rng, version, first + i, base_ms)} for i in range(adds_per_commit)]
+        removed = previous[:removes_per_commit] if version > 0 else []
+        lines += [
+            {
+                "remove": {
+                    "path": a["path"],
+                    "deletionTimestamp": base_ms + version * 1000,
+                    "dataChange": True,
+                    "extendedFileMetadata": True,
+                    "partitionValues": a["partitionValues"],
+                    "size": a["size"],
+                }
+            }
+            for a in removed
+        ]
+        previous = [_add(rng, version, first + i, base_ms) for i in range(adds_per_commit)]
+        lines += [{"add": a} for a in previous]
         data = (
             "\n".join(json.dumps(line, separators=(",", ":")) for line in lines) + "\n"
         ).encode()
@@ -169,7 +189,8 @@ def build_table(
     return {
         "commits": commits,
         "adds_per_commit": adds_per_commit,
-        "files": commits * adds_per_commit,
+        "files": commits * adds_per_commit
+        - (commits - 1) * min(removes_per_commit, adds_per_commit),
         "log_bytes": size,
         "checkpoints": written,
     }

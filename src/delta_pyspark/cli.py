@@ -12,17 +12,42 @@ import json
 import os
 import sys
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from delta_pyspark.core.catalog.database import TableEntry
-from delta_pyspark.core.protocol.table_features import implied_writer_features, reader_features
-from delta_pyspark.core.snapshot.delta_log import DeltaLog
-from delta_pyspark.core.snapshot.snapshot import Snapshot
-from delta_pyspark.core.snapshot.time_travel import parse_timestamp_ms
 from delta_pyspark.exceptions import DeltaError, DeltaTableNotFoundError
+
+if TYPE_CHECKING:
+    from delta_pyspark.core.catalog.database import TableEntry
+    from delta_pyspark.core.snapshot.snapshot import Snapshot
+
+# The core is imported by the commands, not here: ``--help`` and argument errors stay
+# instant, and each command loads only what it uses (``catalog`` its databases, human
+# output rich).
+
+
+def _import_arrow_without_numpy() -> None:
+    """Import the pyarrow modules the log's readers use with numpy hidden, when neither
+    is loaded yet.
+
+    pyarrow's core and compute modules import numpy when it is installed, which is a
+    fifth of a cold ``describe``, and the inspection commands never hand Arrow data to
+    numpy. numpy stays importable afterwards (the deletion-vector code loads it on
+    demand); only pyarrow's own numpy conversions are off in this process.
+    """
+    if "pyarrow" in sys.modules or "numpy" in sys.modules:
+        return
+    sys.modules["numpy"] = None  # type: ignore[assignment]  # import raises: pyarrow skips it
+    try:
+        import pyarrow.compute
+        import pyarrow.parquet  # noqa: F401
+    finally:
+        del sys.modules["numpy"]
 
 
 def _snapshot(args: argparse.Namespace) -> Snapshot:
+    from delta_pyspark.core.snapshot.delta_log import DeltaLog
+    from delta_pyspark.core.snapshot.time_travel import parse_timestamp_ms
+
     log = DeltaLog.for_table(args.path)
     if getattr(args, "timestamp", None):
         return log.snapshot_at_timestamp(parse_timestamp_ms(args.timestamp))
@@ -30,6 +55,11 @@ def _snapshot(args: argparse.Namespace) -> Snapshot:
 
 
 def describe_dict(snapshot: Snapshot) -> dict[str, Any]:
+    from delta_pyspark.core.protocol.table_features import (
+        implied_writer_features,
+        reader_features,
+    )
+
     p = snapshot.protocol
     return {
         "path": snapshot.table_root,
@@ -132,6 +162,8 @@ def cmd_files(args: argparse.Namespace) -> None:
 
 
 def cmd_history(args: argparse.Namespace) -> None:
+    from delta_pyspark.core.snapshot.delta_log import DeltaLog
+
     rows = DeltaLog.for_table(args.path).history(args.limit)
     if args.json:
         print(json.dumps(rows))
@@ -259,6 +291,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if getattr(args, "action", None) == "show" and not args.name:
         parser.error("catalog show needs a table name")
+    if args.command != "connect-server":  # Spark needs pyarrow's numpy conversions
+        _import_arrow_without_numpy()
     try:
         args.func(args)
     except (DeltaError, OSError, ValueError) as e:

@@ -167,3 +167,30 @@ def test_module_entry_point() -> None:
     )
     assert bad.returncode == 1
     assert bad.stderr.startswith("delta-pyspark: error: DeltaTableNotFoundError")
+
+
+def test_cold_inspection_imports_only_the_log_readers() -> None:
+    """A cold ``describe``/``files``/``history`` loads the log's readers and nothing else:
+    no numpy (pyarrow would load it on start), pandas, Spark, rich for ``--json``, the
+    catalogs or the SQL front end. numpy stays importable for code that needs it."""
+    table = str(TESTDATA / "kernel" / "table-with-dv-small")
+    code = (
+        "import json, sys\n"
+        "from delta_pyspark.cli import main\n"
+        "for command in ('describe', 'files', 'history'):\n"
+        f"    assert main([command, {table!r}, '--json']) == 0\n"
+        "loaded = sorted(sys.modules)\n"
+        "import numpy, pyarrow.lib\n"
+        "assert pyarrow.lib.np is None, 'pyarrow was imported with numpy'\n"
+        "print(json.dumps(loaded))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    loaded = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "delta_pyspark.core.snapshot.delta_log" in loaded
+    unwanted = ("numpy", "pandas", "pyspark", "py4j", "rich", "sqlglot", "pyiceberg", "psycopg")
+    assert [m for m in loaded if m.split(".")[0] in unwanted] == []
+    ours = ("delta_pyspark.spark", "delta_pyspark.sql", "delta_pyspark.core.catalog")
+    assert [m for m in loaded if m.startswith(ours)] == []

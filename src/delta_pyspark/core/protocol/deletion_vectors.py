@@ -21,9 +21,8 @@ import uuid
 import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from pyroaring import AbstractBitMap, AbstractBitMap64, BitMap64
 
 from delta_pyspark.core.storage.log_store import LogStore
@@ -32,6 +31,9 @@ from delta_pyspark.exceptions import (
     DeltaError,
     DeltaIllegalArgumentException,
 )
+
+if TYPE_CHECKING:
+    import numpy as np
 
 PORTABLE_MAGIC = 1681511377
 """Magic number of the spec's bitmap format (portable 64-bit Roaring, little-endian)."""
@@ -282,6 +284,8 @@ def deserialize_bitmap(data: bytes) -> BitMap64:
 def to_bitmap64(rows: BitMap64 | Iterable[int]) -> BitMap64:
     """A fresh BitMap64 of ``rows``, checked to be valid row indexes (a numpy array goes
     in through a buffer: 3x faster than pyroaring's loop over the array's items)."""
+    import numpy as np  # here: the log's readers (the CLI among them) never need numpy
+
     if isinstance(rows, AbstractBitMap):  # 32-bit pyroaring: widen without a Python loop
         rows = np.frombuffer(rows.to_array(), dtype=np.uint32)
     try:
@@ -387,6 +391,8 @@ def deleted_row_indexes(
     descriptor: DeletionVectorDescriptor, table_root: str, store: LogStore
 ) -> np.ndarray:
     """Sorted int64 array of the deleted row indexes (no Python loop; for Arrow/Spark masks)."""
+    import numpy as np
+
     return np.frombuffer(read_deletion_vector(descriptor, table_root, store).to_array(), np.int64)
 
 
