@@ -58,6 +58,7 @@ from delta_pyspark.spark.files.optimized_write import optimize_write_enabled
 from delta_pyspark.spark.files.scan import read_files
 from delta_pyspark.spark.files.write import write_files
 from delta_pyspark.spark.files.write_checks import guard_rows
+from delta_pyspark.spark.jvm.helpers import settings_with_prefix
 from delta_pyspark.spark.types import from_spark_schema, relaxed, to_spark_type
 
 if TYPE_CHECKING:
@@ -125,25 +126,19 @@ class WriteRequest:
 
 
 def _session_defaults(spark: SparkSession) -> dict[str, str]:
-    conf = spark.sparkContext.getConf().getAll()
-    runtime = {}
-    try:
-        runtime = {k: v for k, v in spark.conf.getAll.items()}
-    except Exception:  # older pyspark: no getAll on RuntimeConfig
-        runtime = {}
-    merged = dict(conf) | runtime
-    # spark.databricks.delta.properties.defaults.appendOnly sets delta.appendOnly
-    return {
-        "delta." + k[len(PROPERTY_DEFAULTS_PREFIX) :]: v
-        for k, v in merged.items()
-        if k.startswith(PROPERTY_DEFAULTS_PREFIX)
-    }
+    """Table properties the session sets for new tables:
+    ``spark.databricks.delta.properties.defaults.appendOnly`` sets ``delta.appendOnly``."""
+    settings = settings_with_prefix(spark, PROPERTY_DEFAULTS_PREFIX)
+    return {"delta." + k[len(PROPERTY_DEFAULTS_PREFIX) :]: v for k, v in settings.items()}
 
 
 def _align(df: DataFrame, schema: StructType) -> DataFrame:
     """``df`` with the table's columns, in table order (missing ones as typed nulls)."""
     from pyspark.sql import functions as F
 
+    wanted = [(f.name, relaxed(to_spark_type(f.type))) for f in schema.fields]
+    if [(f.name, f.dataType) for f in df.schema.fields] == wanted:
+        return df  # as it is: a projection of no-op casts costs a JVM round trip a column
     by_name = {c.lower(): c for c in df.columns}
     cols = []
     for f in schema.fields:

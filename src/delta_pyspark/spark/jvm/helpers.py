@@ -2,8 +2,9 @@
 
 Each function here is one use of a helper class: the file scans a snapshot lists, the
 deletion-vector and one-pass-upsert Parquet formats, identity values, the sorted-ids filter,
-array literals built in the JVM, and two of Spark's type rules the engine asks about. Engine
-modules pass DataFrames, Columns and plain values and get the same back.
+array literals built in the JVM, the settings under a prefix, and two of Spark's type rules
+the engine asks about. Engine modules pass DataFrames, Columns and plain values and get the
+same back.
 """
 
 from __future__ import annotations
@@ -158,6 +159,14 @@ def array_literal(spark: SparkSession, values: list[Any], kind: str) -> Column:
         buffer = java.java.nio.ByteBuffer.wrap(data)
         (buffer.asLongBuffer() if numeric else buffer.asDoubleBuffer()).get(array)
     return Column(java.org.apache.spark.sql.functions.lit(array))
+
+
+def settings_with_prefix(spark: SparkSession, prefix: str) -> dict[str, str]:
+    """The session's settings (Spark's and its own) whose keys start with ``prefix``, in
+    one call to the JVM."""
+    writes = required_helper(spark, "deltapyspark.DeltaWrites")
+    flat = [str(v) for v in writes.settingsWithPrefix(classic_session(spark), prefix)]
+    return dict(zip(flat[::2], flat[1::2], strict=True))
 
 
 def ansi_store_assignable(spark: SparkSession, source_json: str, target_json: str) -> bool:

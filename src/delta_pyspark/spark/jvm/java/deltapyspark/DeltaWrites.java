@@ -409,6 +409,25 @@ public final class DeltaWrites extends Rule {
   }
 
   /**
+   * The session's settings whose keys start with {@code prefix}: key, value, key, value, in
+   * one call (the session's table-property defaults), where walking every setting from Python
+   * takes a round trip per setting.
+   */
+  public static String[] settingsWithPrefix(SparkSession session, String prefix) {
+    java.util.List found = new java.util.ArrayList();
+    Iterator entries = session.sessionState().conf().getAllConfs().iterator();
+    while (entries.hasNext()) {
+      Tuple2 entry = (Tuple2) entries.next();
+      String key = (String) entry._1();
+      if (key.startsWith(prefix)) {
+        found.add(key);
+        found.add((String) entry._2());
+      }
+    }
+    return (String[]) found.toArray(new String[0]);
+  }
+
+  /**
    * Makes the entry of {@code database.table} a Delta table's (CONVERT TO DELTA by name): the
    * {@code delta} provider, and the option that lets the source read it with the entry's
    * schema; partitions are the log's now, not the catalog's.
