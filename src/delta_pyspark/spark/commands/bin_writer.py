@@ -70,8 +70,10 @@ def bin_frame(
 ) -> DataFrame:
     """The rows of ``bins`` (table columns, then row tracking's), one Spark partition per
     bin."""
+    from pyspark.sql import functions as F
+
     columns = [
-        *(f"`{f.name}`" for f in snapshot.schema.fields),
+        *(F.col(f"`{f.name}`") for f in snapshot.schema.fields),
         *preserved_columns(snapshot),
     ]
     if len(bins) <= UNION_BINS:
@@ -82,8 +84,6 @@ def bin_frame(
             for bin_ in bins
         ]
         return reduce(DataFrame.union, frames)
-    from pyspark.sql import functions as F
-
     rows = bin_rows(bins)
     chosen = files.take(pa.array(rows, pa.int64()))
     keys = partition_keys(spark, len(bins))
