@@ -18,12 +18,17 @@ Scenarios:
   ``delta.enableDeletionVectors=true``: our merge marks the matched rows in deletion
   vectors and writes only the new and updated rows; ``deltalake`` (which does not
   write deletion vectors) merges into its copy of the same table by rewriting files.
+- ``conditional`` and ``conditional-dv``: the uniform source, merged with conditional
+  clauses (``WHEN MATCHED AND src.v % 2 = 0 UPDATE *``, ``WHEN MATCHED AND src.v % 2 = 1
+  DELETE``, ``WHEN NOT MATCHED AND src.v % 3 != 0 INSERT *``): the shape our one-pass
+  upsert does not take.
 
-Both engines run ``MERGE ... ON t.id = src.id WHEN MATCHED UPDATE * WHEN NOT MATCHED
-INSERT *``. Printed per scenario: wall times and their ratio ours / deltalake (target
-<= 1.0), files rewritten (removed) and added vs files in the table for each engine, the
-scan/rewrite phase split each engine records in its commit's ``operationMetrics``, and
-a check that both tables end with the expected row count and ``sum(v)``.
+The other scenarios run ``MERGE ... ON t.id = src.id WHEN MATCHED UPDATE * WHEN NOT
+MATCHED INSERT *`` on both engines. Printed per scenario: wall times and their ratio
+ours / deltalake (target <= 1.0), files rewritten (removed) and added vs files in the
+table for each engine, the scan/rewrite phase split each engine records in its commit's
+``operationMetrics``, and a check that both tables end with the expected row count and
+``sum(v)`` (computed from the source).
 
 The source alias is ``src``; ``DELTA_BENCH_SOURCE_ALIAS=s`` names the source like the
 table's column ``s``, which once hid the key equality from our file pruning (now found
@@ -67,7 +72,7 @@ SEED = 42
 ALIAS = os.environ.get("DELTA_BENCH_SOURCE_ALIAS", "src")
 WARMUP_RUNS = max(0, int(os.environ.get("DELTA_BENCH_WARMUP_RUNS", "3")))
 REPEATS = max(1, int(os.environ.get("DELTA_BENCH_REPEATS", "1")))
-SCENARIOS = ("uniform", "clustered", "uniform-dv")
+SCENARIOS = ("uniform", "clustered", "uniform-dv", "conditional", "conditional-dv")
 
 
 def _v(ids: Any) -> Any:
@@ -75,9 +80,13 @@ def _v(ids: Any) -> Any:
     return ids % 1000
 
 
-def _source(path: str, scenario: str) -> tuple[int, int]:
-    """Write the source Parquet for the ``ROWS``-row target; (rows, expected sum(v) of
-    the merged table)."""
+def _conditional(scenario: str) -> bool:
+    return scenario.startswith("conditional")
+
+
+def _source(path: str, scenario: str) -> tuple[int, tuple[int, int]]:
+    """Write the source Parquet for the ``ROWS``-row target; (rows, expected count(*) and
+    sum(v) of the merged table)."""
     import numpy as np
     import pyarrow as pa
     import pyarrow.parquet as pq
@@ -101,8 +110,18 @@ def _source(path: str, scenario: str) -> tuple[int, int]:
     )
     pq.write_table(table, path)
     before = int(_v(2 * np.arange(rows, dtype=np.int64)).sum())
-    expected = before - int(_v(updated).sum()) + int(v.sum())
-    return ids.size, expected
+    if not _conditional(scenario):
+        return ids.size, (rows + n, before - int(_v(updated).sum()) + int(v.sum()))
+    # CONDITIONAL_CLAUSES: matched rows with an even new v are updated, the others deleted;
+    # new rows are inserted unless their v is a multiple of 3
+    new_v = dict(zip(ids.tolist(), v.tolist(), strict=True))
+    upd_v = np.array([new_v[i] for i in updated.tolist()], dtype=np.int64)
+    ins_v = np.array([new_v[i] for i in inserted.tolist()], dtype=np.int64)
+    kept = upd_v % 2 == 0
+    inserts = ins_v % 3 != 0
+    count = rows - int((~kept).sum()) + int(inserts.sum())
+    total = before - int(_v(updated).sum()) + int(upd_v[kept].sum()) + int(ins_v[inserts].sum())
+    return ids.size, (count, total)
 
 
 def _theirs_totals(path: str) -> tuple[int, int]:
@@ -124,35 +143,51 @@ def _ours_totals(spark: Any, path: str) -> tuple[int, int]:
     return int(row[0]), int(row[1])
 
 
-def _merge_ours(spark: Any, path: str, src_path: str) -> float:
+def _merge_ours(spark: Any, path: str, src_path: str, conditional: bool) -> float:
     from delta_pyspark.tables import DeltaTable
 
     start = time.perf_counter()
     source = spark.read.parquet(src_path)  # loaded by Spark, as a user would
-    (
-        DeltaTable.forPath(spark, path)
-        .alias("t")
-        .merge(source.alias(ALIAS), f"t.id = {ALIAS}.id")
-        .whenMatchedUpdateAll()
-        .whenNotMatchedInsertAll()
-        .execute()
+    merge = (
+        DeltaTable.forPath(spark, path).alias("t").merge(source.alias(ALIAS), f"t.id = {ALIAS}.id")
     )
+    if conditional:
+        update, delete, insert = _conditions()
+        merge = (
+            merge.whenMatchedUpdateAll(update)
+            .whenMatchedDelete(delete)
+            .whenNotMatchedInsertAll(insert)
+        )
+    else:
+        merge = merge.whenMatchedUpdateAll().whenNotMatchedInsertAll()
+    merge.execute()
     return time.perf_counter() - start
 
 
-def _merge_theirs(path: str, src_path: str) -> float:
+def _conditions() -> tuple[str, str, str]:
+    """The conditional scenarios' clauses: update, delete, insert."""
+    return f"{ALIAS}.v % 2 = 0", f"{ALIAS}.v % 2 = 1", f"{ALIAS}.v % 3 != 0"
+
+
+def _merge_theirs(path: str, src_path: str, conditional: bool) -> float:
     import deltalake
     import pyarrow.parquet as pq
 
     start = time.perf_counter()
     arrow_source = pq.read_table(src_path)  # the same file, loaded by pyarrow
-    (
-        deltalake.DeltaTable(path)
-        .merge(arrow_source, f"t.id = {ALIAS}.id", source_alias=ALIAS, target_alias="t")
-        .when_matched_update_all()
-        .when_not_matched_insert_all()
-        .execute()
+    merge = deltalake.DeltaTable(path).merge(
+        arrow_source, f"t.id = {ALIAS}.id", source_alias=ALIAS, target_alias="t"
     )
+    if conditional:
+        update, delete, insert = _conditions()
+        merge = (
+            merge.when_matched_update_all(predicate=update)
+            .when_matched_delete(predicate=delete)
+            .when_not_matched_insert_all(predicate=insert)
+        )
+    else:
+        merge = merge.when_matched_update_all().when_not_matched_insert_all()
+    merge.execute()
     return time.perf_counter() - start
 
 
@@ -179,12 +214,13 @@ def _run(spark: Any, work: str, base: str, scenario: str) -> None:
     from delta_pyspark.core.snapshot.delta_log import DeltaLog
 
     src_path = f"{work}/source_{scenario}.parquet"
-    n_source, expected_sum = _source(src_path, scenario)
+    n_source, expected = _source(src_path, scenario)
+    conditional = _conditional(scenario)
     ours, theirs = f"{work}/ours_{scenario}", f"{work}/theirs_{scenario}"
     files_in_table = DeltaLog(base).snapshot().num_files
-    t_ours = _timed(lambda p: _merge_ours(spark, p, src_path), base, ours)
+    t_ours = _timed(lambda p: _merge_ours(spark, p, src_path, conditional), base, ours)
     m_ours = DeltaLog(ours).history(1)[0]["operationMetrics"]
-    t_rs = _timed(lambda p: _merge_theirs(p, src_path), base, theirs)
+    t_rs = _timed(lambda p: _merge_theirs(p, src_path, conditional), base, theirs)
     m_rs = deltalake.DeltaTable(theirs).history(1)[0]["operationMetrics"]
 
     rewritten = _rewritten_by_theirs(base, theirs)
@@ -198,15 +234,19 @@ def _run(spark: Any, work: str, base: str, scenario: str) -> None:
         None if scenario.endswith("-dv") else _timed_one_pass(spark, rewritten, src_path, work)
     )
 
-    expected = (ROWS + n_source // 2, expected_sum)
     got_ours, got_rs = _ours_totals(spark, ours), _theirs_totals(theirs)
     ours_by_rs = _theirs_totals(ours)  # deltalake reads our result (vectors included)
     ok = got_ours == got_rs == ours_by_rs == expected
     best_ours, best_rs = min(t_ours), min(t_rs)
 
     print(
-        f"-- {scenario}: source {n_source:,} rows ({n_source // 2:,} updates + "
-        f"{n_source // 2:,} inserts), alias {ALIAS!r}"
+        f"-- {scenario}: source {n_source:,} rows ({n_source // 2:,} matching + "
+        f"{n_source // 2:,} new), alias {ALIAS!r}"
+        + (
+            ", clauses: update when {}, delete when {}, insert when {}".format(*_conditions())
+            if conditional
+            else ""
+        )
     )
     print(
         f"   merge    ours {best_ours:7.2f}s{_spread(t_ours)}  deltalake {best_rs:7.2f}s"

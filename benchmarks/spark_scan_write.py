@@ -8,7 +8,8 @@ measured in the same run:
 - a selective filter on a sorted column: files the stats-based skipping keeps out
   of the files in the table (through the planner, ``scan_report``).
 
-``DELTA_BENCH_ROWS`` overrides the row count (default 10,000,000).
+``DELTA_BENCH_ROWS`` overrides the row count (default 10,000,000); ``DELTA_BENCH_RUNS`` the
+rounds each pair takes turns for (default 5; the best of each counts).
 """
 
 from __future__ import annotations
@@ -20,10 +21,11 @@ import time
 from collections.abc import Callable
 
 ROWS = int(os.environ.get("DELTA_BENCH_ROWS", "10000000"))
+RUNS = int(os.environ.get("DELTA_BENCH_RUNS", "5"))
 
 
 def _best_of_turns(
-    first: Callable[[], object], second: Callable[[], object], runs: int = 3
+    first: Callable[[], object], second: Callable[[], object], runs: int = RUNS
 ) -> tuple[float, float]:
     """Best times of ``first`` and ``second`` over ``runs`` rounds, taking turns, so that
     warm-up and load on the machine fall on both alike."""
