@@ -252,15 +252,15 @@ def test_where_on_a_data_column_is_refused(
 
 
 @pytest.mark.long  # slow: CI's second step
-@pytest.mark.parametrize("scan_per_bin", [True, False], ids=["scan-per-bin", "shuffled"])
+@pytest.mark.parametrize("job_per_bin", [True, False], ids=["job-per-bin", "shuffled"])
 def test_each_bin_becomes_its_own_file(
-    spark: Any, tmp_path: Path, conf: Any, monkeypatch: Any, scan_per_bin: bool
+    spark: Any, tmp_path: Path, conf: Any, monkeypatch: Any, job_per_bin: bool
 ) -> None:
-    """Several bins per partition, all written by one job: no two bins share a file, with
-    a scan per bin or (past ``UNION_BINS``) one scan whose rows are shuffled to their bins."""
+    """Several bins per partition: no two bins share a file, with a job per bin or (past
+    ``JOB_PER_BIN``) one job whose rows are shuffled to their bins."""
     from delta_pyspark.spark.commands import bin_writer
 
-    monkeypatch.setattr(bin_writer, "UNION_BINS", 64 if scan_per_bin else 0)
+    monkeypatch.setattr(bin_writer, "JOB_PER_BIN", 64 if job_per_bin else 0)
     path = str(tmp_path / "t")
     _df(spark, range(0, 3000)).repartition(24).write.format("delta").partitionBy("p").save(path)
     snapshot = DeltaLog(path).snapshot()
