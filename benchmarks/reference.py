@@ -7,8 +7,9 @@ and the same shuffle partitions, one side at a time. Sections (``--only a,b``):
 
 - ``tpch``: TPC-H at ``--scale`` (default 1), generated once by ``tpchgen-cli`` into a cache;
   the eight tables loaded into Delta by each side and into plain Parquet by Spark (the
-  baseline on the same data), then the 22 queries on each (best of ``--repeat``). The
-  sides' answers must be equal: a query whose rows differ is reported as a failure.
+  baseline on the same data), then the 22 queries on each (best of ``--repeat``, the
+  sides taking turns at each repetition). The sides' answers must be equal: a query whose
+  rows differ is reported as a failure.
 - ``merge``: delta-spark's MERGE benchmark shapes on ``orders`` (insert-only, delete-only,
   upsert) with 0.1%, 1%, 10% and 50% of its rows in the source, each on a fresh copy.
 - ``dml``: DELETE and UPDATE of 10% of ``orders``, copy-on-write and with deletion vectors.
@@ -147,13 +148,16 @@ def run_tpch(sides: Sides, data: Path, repeat: int) -> None:
     totals = dict.fromkeys(sides.runs, 0.0)
     mismatches = []
     for number, sql in QUERIES.items():
-        best: dict[str, float] = {}
+        times: dict[str, list[float]] = {side: [] for side in sides.runs}
         answers: dict[str, Any] = {}
-        for side in sides.runs:
-            runs = [sides.timed(side, [{"op": "sql", "sql": sql}]) for _ in range(repeat)]
-            best[side] = min(t for t, _ in runs)
-            answers[side] = runs[0][1][0]["ok"]
-            totals[side] += best[side]
+        for _ in range(repeat):  # the sides take turns: no side always runs a query first
+            for side in sides.runs:
+                elapsed, results = sides.timed(side, [{"op": "sql", "sql": sql}])
+                times[side].append(elapsed)
+                answers.setdefault(side, results[0]["ok"])
+        best = {side: min(runs) for side, runs in times.items()}
+        for side, seconds in best.items():
+            totals[side] += seconds
         if not answers["ours"] == answers["delta-spark"] == answers["parquet"]:
             mismatches.append(number)
         _row(f"Q{number}", best["ours"], best["delta-spark"], _vs_parquet(best))
