@@ -30,6 +30,7 @@ from delta_pyspark.core.snapshot.snapshot import Snapshot
 from delta_pyspark.spark.columns.row_tracking import preserved_columns, read_preserving
 from delta_pyspark.spark.files.scan import FILE_PATH, file_uris
 from delta_pyspark.spark.files.write import write_compacted
+from delta_pyspark.spark.jvm.hooks import in_this_threads_mode
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -111,6 +112,7 @@ def write_bins(
     if len(bins) > JOB_PER_BIN:
         return write_compacted(bin_frame(spark, snapshot, files, bins), snapshot)
 
+    @in_this_threads_mode
     def one(bin_: Bin) -> list[AddFile]:
         return write_compacted(bin_frame(spark, snapshot, files, [bin_]), snapshot)
 

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 _Served = TypeVar("_Served", bound=type)
+_Work = TypeVar("_Work", bound=Callable[..., Any])
 
 # set in a thread while it serves a call from the JVM (``classic_in_callbacks``)
 _serving = threading.local()
@@ -63,6 +64,21 @@ def classic_thread() -> Iterator[None]:
         yield
     finally:
         _serving.active = outer
+
+
+def in_this_threads_mode(work: _Work) -> _Work:
+    """``work``, to be run by another thread (a pool's), in this thread's PySpark mode: a
+    new thread is not serving, so without this it would build Connect columns in a Spark
+    Connect client process while this one works on the classic session."""
+    if not getattr(_serving, "active", False):
+        return work
+
+    @functools.wraps(work)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        with classic_thread():
+            return work(*args, **kwargs)
+
+    return run  # type: ignore[return-value]
 
 
 def _classic_while_serving() -> None:
