@@ -45,7 +45,7 @@ from delta_pyspark.exceptions import DeltaError
 from delta_pyspark.spark.conf import VECTORIZED_READER_CONF
 from delta_pyspark.spark.files.paths import spark_file_uri
 from delta_pyspark.spark.jvm.helpers import (
-    UnmatchedRows,
+    KeyProbe,
     parquet_scan,
     split_settings,
     with_max_split_bytes,
@@ -121,7 +121,7 @@ def read_files(
     keep_deleted: bool = False,
     drop_rows: Sequence[np.ndarray] | None = None,
     hidden: Sequence[str] = (),
-    unmatched: UnmatchedRows | None = None,
+    probe: KeyProbe | None = None,
 ) -> DataFrame:
     """A DataFrame of the rows of ``files`` (a subset of the snapshot's file list).
 
@@ -133,10 +133,10 @@ def read_files(
     as if they were deleted: a copy-on-write rewrite reads the rows it keeps unchanged
     this way instead of joining every row with the changes. ``hidden``: long columns the
     files may hold outside the table's schema (row tracking's materialized columns), read
-    after the table's columns (null where a file lacks them). ``unmatched``: the JVM
-    helper's ``UnmatchedRowsParquetFormat`` to read every file through (for files without
-    deletion vectors, the caller's to check): without the rows whose key is one of its
-    source keys, and nothing of the files that hold none.
+    after the table's columns (null where a file lacks them). ``probe``: MERGE's key
+    probe (``KeyProbeParquetFormat``) to read every file through, ignoring deletion vectors
+    (the caller's to account for): each file without the rows whose key is one of the
+    source keys and nothing of the files that hold none, or nothing at all.
     """
     schema = snapshot.schema
     mode = column_mapping_mode(snapshot.configuration)
@@ -183,9 +183,9 @@ def read_files(
             continue
         args = (spark, root, subset, data_schema, physical, part_physical, dv, with_row_ids, rows)
         frames.extend(
-            [_hive_branch(*args, dropped, unmatched)]
+            [_hive_branch(*args, dropped, probe)]
             if hive
-            else _literal_branches(*args, dropped, unmatched)
+            else _literal_branches(*args, dropped, probe)
         )
     df = frames[0]
     for other in frames[1:]:
@@ -335,7 +335,7 @@ def _hive_branch(
     with_row_ids: bool,
     row_reader: bool,
     dropped: dict[str, np.ndarray],
-    unmatched: UnmatchedRows | None,
+    probe: KeyProbe | None,
 ) -> DataFrame:
     from pyspark.sql.types import StructType as SparkStruct
 
@@ -343,8 +343,8 @@ def _hive_branch(
     full = SparkStruct(list(data_schema.fields) + part_fields)
     base = root if parts else None
     df = _read(spark, files, _paths(root, files), full, base, with_row_ids, row_reader)
-    if unmatched is not None:
-        return unmatched.scan(df)
+    if probe is not None:
+        return probe.scan(df)
     if dv:
         return _apply_dvs(spark, root, files, df, with_row_ids, dropped)
     return _with_row_ids(df) if with_row_ids else df
@@ -361,14 +361,14 @@ def _literal_branches(
     with_row_ids: bool,
     row_reader: bool,
     dropped: dict[str, np.ndarray],
-    unmatched: UnmatchedRows | None,
+    probe: KeyProbe | None,
 ) -> list[DataFrame]:
     from pyspark.sql import functions as F
 
     def read(subset: pa.Table) -> DataFrame:
         df = _read(spark, subset, _paths(root, subset), data_schema, None, with_row_ids, row_reader)
-        if unmatched is not None:
-            return unmatched.scan(df)
+        if probe is not None:
+            return probe.scan(df)
         if dv:
             return _apply_dvs(spark, root, subset, df, with_row_ids, dropped)
         return _with_row_ids(df) if with_row_ids else df

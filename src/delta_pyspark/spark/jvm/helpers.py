@@ -106,14 +106,21 @@ def deleted_rows(spark: SparkSession, vectors: Iterable[tuple[str, BitMap64]]) -
     return deleted
 
 
-class UnmatchedRows:
-    """MERGE's one-pass upsert format (``UnmatchedRowsParquetFormat``): a file scan through
-    it yields a file's rows whose key no source row holds, and nothing for a file with no
-    match; what matched is counted per file."""
+class KeyProbe:
+    """MERGE's format for one integral key (``KeyProbeParquetFormat``): a file scan through
+    it looks each row's key up among the source's keys, with no Spark join, and reports
+    each file's matches. ``unmatched_rows``: the scan yields a file's rows whose key no
+    source row holds, nothing for a file without matches (the one-pass upsert); else it
+    yields no rows and its matches are its result (``matched_rows``)."""
 
-    def __init__(self, keys: DataFrame, key_column: str) -> None:
-        helper = required_helper(keys.sparkSession, "deltapyspark.UnmatchedRowsParquetFormat")
-        self._format = helper.of(java_frame(keys), key_column)
+    def __init__(
+        self, spark: SparkSession, keys: np.ndarray, key_column: str, unmatched_rows: bool
+    ) -> None:
+        """``keys``: the source's non-null join keys (int64), in any order."""
+        helper = required_helper(spark, "deltapyspark.KeyProbeParquetFormat")
+        make = helper.unmatched if unmatched_rows else helper.probe
+        packed = bytearray(keys.astype("<i8").tobytes())
+        self._format = make(classic_session(spark), packed, key_column)
 
     def scan(self, df: DataFrame) -> DataFrame:
         return python_frame(self._format.scan(java_frame(df)), df.sparkSession)
@@ -126,6 +133,14 @@ class UnmatchedRows:
     def touched(self) -> list[str]:
         """The URIs of the files with a matched key."""
         return [str(p) for p in self._format.touched().split("\0")[:-1]]
+
+    def matched_rows(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+        """Every matched row, file by file: the files' URIs, how many rows of each matched,
+        and the rows' keys and positions (int64, aligned, grouped by file in order)."""
+        paths, counts, keys, positions = list(self._format.matchedRows())
+        uris = [str(p) for p in paths.split("\0")[:-1]]
+        longs = [np.frombuffer(bytes(b), "<i8").astype(np.int64) for b in (counts, keys, positions)]
+        return uris, longs[0], longs[1], longs[2]
 
 
 def ids_among(src: DataFrame, column: str, marks: np.ndarray, present: bool) -> Column:

@@ -40,13 +40,22 @@ Execution, in the spirit of delta-spark's:
 
 Not-matched-by-source clauses make every target row a candidate.
 
-One-pass upsert (``one_pass``): a copy-on-write merge of that UPDATE SET * / INSERT * shape
-on one integral key skips step 3. The candidate files are read by the JVM helper's
-``UnmatchedRowsParquetFormat`` without the rows whose key is a source key (a file with none
-yields nothing and is not rewritten), and written with the source's rows in one job; the
-keys matched per file come back in an accumulator, which names the files to remove and
-shows a target row matched twice (an error) or a source row matched twice (the general
-path then runs, and the files the one pass wrote are deleted)."""
+Key probes (``key_probe``), for a condition that is one equality of integral keys: the JVM
+helper's ``KeyProbeParquetFormat`` looks each target row's key up among the source's inside
+the Parquet scan, with no Spark join, and reports each file's matched keys and positions in
+an accumulator.
+
+- One-pass upsert (``one_pass``): a copy-on-write merge of that UPDATE SET * / INSERT *
+  shape skips step 3. The candidate files are read without the rows whose key is a source
+  key (a file with none yields nothing and is not rewritten), and written with the source's
+  rows in one job; the matched keys name the files to remove and show a target row matched
+  twice (an error) or a source row matched twice (the general path then runs, and the
+  files the one pass wrote are deleted).
+- Step 3 by probe (``_probe_matches``), for deletion vectors or a positional rewrite: when
+  each matched clause's condition reads the source row alone and its action is a DELETE or
+  an UPDATE SET * from the source row, each matched row's clause is its source row's,
+  evaluated on the source, and the probe's positions are the changed rows'. A key matched
+  several times hands the merge to the general path."""
 
 from __future__ import annotations
 
@@ -84,6 +93,7 @@ from delta_pyspark.spark.commands.merge.deletion_vectors import (
     _DeletionVectors,
 )
 from delta_pyspark.spark.commands.merge.inserts import _Inserts
+from delta_pyspark.spark.commands.merge.key_probe import _KeyProbe
 from delta_pyspark.spark.commands.merge.matching import _Matching
 from delta_pyspark.spark.commands.merge.metrics import _Metrics, _ordered
 from delta_pyspark.spark.commands.merge.one_pass import _OnePass
@@ -113,6 +123,7 @@ class MergeCommand(
     _Positional,
     _CopyOnWrite,
     _Inserts,
+    _KeyProbe,
     _OnePass,
     _Changes,
     _Metrics,
@@ -143,8 +154,9 @@ class MergeCommand(
         self.broadcast_source = False  # decided once the source is materialised
         self.preserved: tuple[str, str] | None = None  # row tracking's columns, when kept
         self.protocol = None
-        # the join key when the merge may upsert in one pass (``_one_pass_key``)
-        self.one_pass_key: tuple[str, Any] | None = None
+        # the join key when a probe may find the matches (``_KeyProbe._probe_key``)
+        self.probe_key: tuple[str, Any] | None = None
+        self.matched_by_source_row = False  # set with the plan (``_Plan``)
 
     @internal_plans()
     def run(self) -> dict[str, Any]:
@@ -171,7 +183,8 @@ class MergeCommand(
         marked = self.source.withColumn(_SOURCE_MARK, F.monotonically_increasing_id())
         plan = self._plan_for(snapshot, marked)
         keys = self._join_keys(snapshot, marked, plan)
-        self.one_pass_key = self._one_pass_key(snapshot, schema, plan, keys, marked)
+        self.probe_key = self._probe_key(snapshot, schema, plan, keys)
+        self.matched_by_source_row = plan.matched_by_source_row
         src, summary = self._materialise_source(marked, keys)
         cached: list[DataFrame] = []
         try:
@@ -245,19 +258,27 @@ class MergeCommand(
     ) -> dict[str, Any]:
         """Find the matches, write the new files and remove or mark the old rows."""
         dv = deletion_vectors_enabled(snapshot)
-        if not dv and self._upserts_in_one_pass(txn, snapshot, schema, candidates, source.rows):
+        if not dv and self._upserts_in_one_pass(
+            txn, snapshot, schema, src, candidates, source.rows
+        ):
             metrics = self._upsert_in_one_pass(txn, snapshot, schema, src, candidates, start)
             if metrics is not None:
                 return metrics
         positional = not dv and self._keeps_rows_by_position(
             snapshot, schema, candidates, source, src
         )
+        found = None
+        if (dv or positional) and self._probes_matches(
+            txn, snapshot, schema, src, candidates, source.rows
+        ):
+            found = self._probe_matches(snapshot, schema, src, candidates)
         unique = source.unique
         if unique is None and not (dv or positional) and source.rows > _MAX_COLLECTED_SOURCE_ROWS:
             unique = False  # too many positions to collect: count the matches per target row
-        found = self._find_matches(
-            snapshot, schema, src, candidates, dv or positional, unique, cached
-        )
+        if found is None:
+            found = self._find_matches(
+                snapshot, schema, src, candidates, dv or positional, unique, cached
+            )
         scan_ms = elapsed_ms(start)
         copied: list[DataFrame] = []  # rows of rewritten files (all of them in the join path)
         fresh: list[DataFrame] = []  # new versions of changed rows, inserted rows

@@ -45,6 +45,8 @@ class _Plan:
     target_predicate: Expr | None
     key_pairs: list[tuple[tuple[str, ...], tuple[str, ...]]]  # (target path, source path)
     only_keys: bool = False  # the condition is the key equalities alone
+    # every matched clause's condition reads source columns only (or there is none)
+    matched_by_source_row: bool = False
 
 
 class _Planning(_MergeState):
@@ -93,7 +95,18 @@ class _Planning(_MergeState):
                 }
                 if set(pair) == {"target", "source"}:
                     keys.append((strip(pair["target"]), pair["source"]))
-        return _Plan(and_all(target_only), keys, len(keys) == len(parts))
+
+        def on_source(condition: Any) -> bool:
+            if condition is None:
+                return True
+            try:
+                parsed = parse_predicate(condition_sql(condition) or "true")
+            except Exception:  # beyond our parser: not known to read the source only
+                return False
+            return all(side(c) == "source" for c in columns_of(parsed))
+
+        by_source_row = all(on_source(c.condition) for c in self.matched)
+        return _Plan(and_all(target_only), keys, len(keys) == len(parts), by_source_row)
 
     def _plan_for(self, snapshot: Snapshot, src: DataFrame) -> _Plan:
         if not self.by_source:

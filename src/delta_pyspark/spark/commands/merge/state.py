@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from delta_pyspark.core.protocol.schema import StructField, StructType
     from delta_pyspark.core.snapshot.delta_log import DeltaLog
     from delta_pyspark.core.snapshot.snapshot import Snapshot
+    from delta_pyspark.core.transaction.optimistic_transaction import Transaction
     from delta_pyspark.spark.commands.merge.clauses import MergeClause
     from delta_pyspark.spark.commands.merge.matching import _Matches
 
@@ -35,7 +36,9 @@ class _MergeState:
     broadcast_source: bool
     preserved: tuple[str, str] | None  # row tracking's columns, when kept
     protocol: Protocol | None  # the target's (its generated columns); set by ``run``
-    one_pass_key: tuple[str, SparkColumn] | None
+    # the join key when a probe may find the matches (``_KeyProbe._probe_key``)
+    probe_key: tuple[str, SparkColumn] | None
+    matched_by_source_row: bool  # ``_Plan.matched_by_source_row``
 
     if TYPE_CHECKING:
         # projection
@@ -93,6 +96,16 @@ class _MergeState:
         def _updates_from_source(self, schema: StructType, src: DataFrame) -> bool: ...
 
         def _upserts_every_source_row(self, schema: StructType) -> bool: ...
+
+        # key probe
+        def _probe_fits(
+            self,
+            txn: Transaction,
+            snapshot: Snapshot,
+            schema: StructType,
+            candidates: Any,
+            rows: int,
+        ) -> bool: ...
 
         # inserts
         def _unmatched(

@@ -7,7 +7,6 @@ import java.util.List;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.Path;
 import org.apache.spark.broadcast.Broadcast;
-import org.apache.spark.sql.Encoders;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.classic.Dataset;
@@ -25,22 +24,25 @@ import scala.Function1;
 import scala.reflect.ClassTag$;
 
 /**
- * Spark's Parquet format for a MERGE that upserts in one pass: each file is read without the
- * rows whose key is one of the source's keys, and a file that holds none of them yields no
- * rows. The rewritten files' unchanged rows so flow straight into the merge's write, with no
- * join run first to find the files to rewrite.
+ * Spark's Parquet format for MERGE on one integral key: the reader reads each file's key
+ * column and looks each key up in a hash table of the source's keys (broadcast), with no
+ * Spark join. Each file with matches adds {path, its matched keys, their row positions} to an
+ * accumulator, from which the driver learns the files or rows a merge changes and checks the
+ * matches ({@link #summary}, {@link #matchedRows}). Positions count from the file's first row
+ * and ignore its deletion vector: the driver leaves out rows already deleted.
  *
- * <p>The reader reads a file's key column and looks each key up in a hash table of the source
- * keys (broadcast); when some match, it reads the file again without those rows ({@link
- * DeletionVectorReader#without}, positions counted from the file's first row, so no filter
- * may be pushed into either read) and adds the file's matched keys to an accumulator, from
- * which the driver learns the files to remove and checks the matches ({@link #summary}).
- * Files are never split: a file read by two tasks could have matches in one part only.
+ * <p>Two modes. {@link #unmatched}, a copy-on-write merge that upserts in one pass: a file with
+ * matches is read again without those rows ({@link DeletionVectorReader#without}), a file with
+ * none yields no rows, so the rewritten files' unchanged rows flow straight into the merge's
+ * write. {@link #probe}, a merge with deletion vectors: the scan yields no rows at all; the
+ * accumulator is its result. No filter may be pushed into a read (it would skip rows and
+ * shift positions), and files are never split (a file read by two tasks could have matches in
+ * one part only).
  *
  * <p>Compiled with Janino (bundled with Spark) when the session is configured, so only plain
  * Java 1.7 syntax: no generics, lambdas or diamonds.
  */
-public final class UnmatchedRowsParquetFormat extends ParquetFileFormat {
+public final class KeyProbeParquetFormat extends ParquetFileFormat {
   private static final long serialVersionUID = 1L;
 
   static final String OPTION = "__delta_pyspark_unmatched_rows";
@@ -50,7 +52,12 @@ public final class UnmatchedRowsParquetFormat extends ParquetFileFormat {
   private final int[] holders;
   /** The key column of the files (top-level; byte, short, int or long). */
   private final String column;
-  /** One {@code Object[] {file path, long[] keys of its matched rows}} per file with some. */
+  /** Whether a file's unmatched rows are read (else the scan yields no rows). */
+  private final boolean unmatchedRows;
+  /**
+   * One {@code Object[] {file path, long[] keys of its matched rows, long[] their positions}}
+   * per file with some.
+   */
   private final CollectionAccumulator matches;
   /**
    * The keys' {@link KeyTable}, broadcast once for every scan this format reads (a table read
@@ -58,24 +65,39 @@ public final class UnmatchedRowsParquetFormat extends ParquetFileFormat {
    */
   private transient Broadcast table;
 
-  private UnmatchedRowsParquetFormat(
-      long[] keys, int[] holders, String column, CollectionAccumulator matches) {
+  private KeyProbeParquetFormat(
+      long[] keys, int[] holders, String column, boolean unmatchedRows,
+      CollectionAccumulator matches) {
     this.keys = keys;
     this.holders = holders;
     this.column = column;
+    this.unmatchedRows = unmatchedRows;
     this.matches = matches;
   }
 
   /**
-   * The format for the keys of {@code sourceKeys} (one non-null long column: the source's join
-   * key, collected to the driver by this call) matched against column {@code column}.
+   * The format reading each file's rows whose key is none of {@code sourceKeys} (the source's
+   * non-null join keys as little-endian longs, in any order), nothing of a file without
+   * matches; the keys are matched against column {@code column}.
    */
-  public static UnmatchedRowsParquetFormat of(Dataset sourceKeys, String column) {
-    Object[] values = (Object[]) sourceKeys.as(Encoders.LONG()).collect();
-    long[] all = new long[values.length];
-    for (int i = 0; i < values.length; i++) {
-      all[i] = ((Long) values[i]).longValue();
-    }
+  public static KeyProbeParquetFormat unmatched(
+      SparkSession session, byte[] sourceKeys, String column) {
+    return of(session, sourceKeys, column, true);
+  }
+
+  /** The format only reporting each file's matches of {@code sourceKeys}: it yields no rows. */
+  public static KeyProbeParquetFormat probe(
+      SparkSession session, byte[] sourceKeys, String column) {
+    return of(session, sourceKeys, column, false);
+  }
+
+  private static KeyProbeParquetFormat of(
+      SparkSession session, byte[] sourceKeys, String column, boolean unmatchedRows) {
+    long[] all = new long[sourceKeys.length / 8];
+    java.nio.ByteBuffer.wrap(sourceKeys)
+        .order(java.nio.ByteOrder.LITTLE_ENDIAN)
+        .asLongBuffer()
+        .get(all);
     Arrays.sort(all);
     long[] keys = new long[all.length];
     int[] holders = new int[all.length];
@@ -88,10 +110,9 @@ public final class UnmatchedRowsParquetFormat extends ParquetFileFormat {
         holders[n++] = 1;
       }
     }
-    CollectionAccumulator matches =
-        sourceKeys.sparkSession().sparkContext().collectionAccumulator("merge matches");
-    return new UnmatchedRowsParquetFormat(
-        Arrays.copyOf(keys, n), Arrays.copyOf(holders, n), column, matches);
+    CollectionAccumulator matches = session.sparkContext().collectionAccumulator("merge matches");
+    return new KeyProbeParquetFormat(
+        Arrays.copyOf(keys, n), Arrays.copyOf(holders, n), column, unmatchedRows, matches);
   }
 
   /**
@@ -129,9 +150,11 @@ public final class UnmatchedRowsParquetFormat extends ParquetFileFormat {
             session, dataSchema, partitionSchema, keyOnly, none, options,
             new Configuration(hadoopConf));
     Function1 rowReader =
-        super.buildReaderWithPartitionValues(
-            session, dataSchema, partitionSchema, requiredSchema, none, options,
-            new Configuration(hadoopConf));
+        unmatchedRows
+            ? super.buildReaderWithPartitionValues(
+                session, dataSchema, partitionSchema, requiredSchema, none, options,
+                new Configuration(hadoopConf))
+            : null;
     return new Reader(keyReader, rowReader, table(session), keyOnly.fields()[0].dataType(), matches);
   }
 
@@ -176,29 +199,61 @@ public final class UnmatchedRowsParquetFormat extends ParquetFileFormat {
     return out.toString();
   }
 
-  /** Each file's matched keys, once per file (a retried task adds its file again). */
+  /**
+   * Every matched row, file by file: {paths ({@code _metadata.file_path}) each then a 0, the
+   * number of matched rows of each file, their keys, their positions}, the numbers as
+   * little-endian longs (one bulk transfer to Python each).
+   */
+  public Object[] matchedRows() {
+    HashMap files = byFile();
+    StringBuilder paths = new StringBuilder();
+    java.nio.ByteBuffer counts =
+        java.nio.ByteBuffer.allocate(8 * files.size()).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+    long[] keys = matched(files, 1);
+    long[] positions = matched(files, 2);
+    Iterator entries = files.entrySet().iterator();
+    while (entries.hasNext()) {
+      java.util.Map.Entry entry = (java.util.Map.Entry) entries.next();
+      paths.append((String) entry.getKey()).append('\0');
+      counts.putLong(((long[]) ((Object[]) entry.getValue())[1]).length);
+    }
+    return new Object[] {paths.toString(), counts.array(), bytes(keys), bytes(positions)};
+  }
+
+  private static byte[] bytes(long[] values) {
+    java.nio.ByteBuffer out =
+        java.nio.ByteBuffer.allocate(8 * values.length).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+    out.asLongBuffer().put(values);
+    return out.array();
+  }
+
+  /** Each file's accumulator entry, once per file (a retried task adds its file again). */
   private HashMap byFile() {
-    HashMap out = new HashMap();
+    HashMap out = new java.util.LinkedHashMap();
     List entries = matches.value();
     for (int i = 0; i < entries.size(); i++) {
       Object[] entry = (Object[]) entries.get(i);
-      out.put(entry[0], entry[1]);
+      out.put(entry[0], entry);
     }
     return out;
   }
 
   private long[] matchedKeys() {
-    HashMap files = byFile();
+    return matched(byFile(), 1);
+  }
+
+  /** Item {@code item} (1: keys, 2: positions) of every file's entry, in the files' order. */
+  private static long[] matched(HashMap files, int item) {
     int total = 0;
     Iterator all = files.values().iterator();
     while (all.hasNext()) {
-      total += ((long[]) all.next()).length;
+      total += ((long[]) ((Object[]) all.next())[item]).length;
     }
     long[] out = new long[total];
     int at = 0;
     all = files.values().iterator();
     while (all.hasNext()) {
-      long[] some = (long[]) all.next();
+      long[] some = (long[]) ((Object[]) all.next())[item];
       System.arraycopy(some, 0, out, at, some.length);
       at += some.length;
     }
@@ -268,7 +323,10 @@ public final class UnmatchedRowsParquetFormat extends ParquetFileFormat {
     }
   }
 
-  /** Reads one (whole) file: its key column, then its rows without the matched ones. */
+  /**
+   * Reads one (whole) file: its key column, then (given a row reader) its rows without the
+   * matched ones.
+   */
   static final class Reader extends scala.runtime.AbstractFunction1
       implements java.io.Serializable {
     private static final long serialVersionUID = 1L;
@@ -341,9 +399,13 @@ public final class UnmatchedRowsParquetFormat extends ParquetFileFormat {
       }
       // Spark's _metadata.file_path spelling, which the Python side keys files by
       String path = new Path(file.toPath().toString()).toUri().toString();
-      matches.add(new Object[] {path, Arrays.copyOf(found, n)});
+      long[] positions = Arrays.copyOf(gone, n);
+      matches.add(new Object[] {path, Arrays.copyOf(found, n), positions});
+      if (rowReader == null) {
+        return scala.collection.Iterator$.MODULE$.empty();
+      }
       return DeletionVectorReader.without(
-          (scala.collection.Iterator) rowReader.apply(file), Arrays.copyOf(gone, n));
+          (scala.collection.Iterator) rowReader.apply(file), positions);
     }
 
     private long value(ColumnVector values, int i) {
