@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -113,14 +114,13 @@ class KeyProbe:
     source row holds, nothing for a file without matches (the one-pass upsert); else it
     yields no rows and its matches are its result (``matched_rows``)."""
 
-    def __init__(
-        self, spark: SparkSession, keys: np.ndarray, key_column: str, unmatched_rows: bool
-    ) -> None:
-        """``keys``: the source's non-null join keys (int64), in any order."""
-        helper = required_helper(spark, "deltapyspark.KeyProbeParquetFormat")
+    def __init__(self, source: DataFrame, key_column: str, unmatched_rows: bool) -> None:
+        """``source``: the source's non-null join keys (long), collected by this call; for a
+        probe also each source row's action and id (longs), which ``matched_rows`` gives
+        each matched row."""
+        helper = required_helper(source.sparkSession, "deltapyspark.KeyProbeParquetFormat")
         make = helper.unmatched if unmatched_rows else helper.probe
-        packed = bytearray(keys.astype("<i8").tobytes())
-        self._format = make(classic_session(spark), packed, key_column)
+        self._format = make(java_frame(source), key_column)
 
     def scan(self, df: DataFrame) -> DataFrame:
         return python_frame(self._format.scan(java_frame(df)), df.sparkSession)
@@ -134,13 +134,22 @@ class KeyProbe:
         """The URIs of the files with a matched key."""
         return [str(p) for p in self._format.touched().split("\0")[:-1]]
 
-    def matched_rows(self) -> tuple[list[str], np.ndarray, np.ndarray, np.ndarray]:
+    def matched_rows(self) -> tuple[list[str], np.ndarray, np.ndarray]:
         """Every matched row, file by file: the files' URIs, how many rows of each matched,
-        and the rows' keys and positions (int64, aligned, grouped by file in order)."""
-        paths, counts, keys, positions = list(self._format.matchedRows())
-        uris = [str(p) for p in paths.split("\0")[:-1]]
-        longs = [np.frombuffer(bytes(b), "<i8").astype(np.int64) for b in (counts, keys, positions)]
-        return uris, longs[0], longs[1], longs[2]
+        and per row (int64, aligned, grouped by file in order) its position, how many source
+        rows hold its key, and the action and id given with that key. They come in a local
+        file the JVM writes (``matchedRows``), read here and deleted."""
+        path = Path(self._format.matchedRows())
+        try:
+            data = path.read_bytes()
+        finally:
+            path.unlink()
+        files = int(np.frombuffer(data, "<i8", 1)[0])
+        counts = np.frombuffer(data, "<i8", files, 8).astype(np.int64)
+        rows = int(counts.sum())
+        numbers = np.frombuffer(data, "<i8", 4 * rows, 8 * (1 + files)).astype(np.int64)
+        names = data[8 * (1 + files + 4 * rows) :].decode("utf-8").split("\0")[:-1]
+        return names, counts, numbers.reshape(4, rows)
 
 
 def ids_among(src: DataFrame, column: str, marks: np.ndarray, present: bool) -> Column:

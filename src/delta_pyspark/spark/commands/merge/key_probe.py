@@ -116,25 +116,18 @@ class _KeyProbe(_MergeState):
             if clause.when == "matched":
                 holds = F.lit(True) if clause.condition is None else as_column(clause.condition)
                 action = F.when(F.coalesce(holds, F.lit(False)), F.lit(code)).otherwise(action)
-        keyed = src.select(key, action.alias("a"), F.col(_SOURCE_MARK)).where(
-            F.col("k").isNotNull()
-        )
-        by_key = keyed.toArrow().sort_by("k")
-        source_keys = by_key.column("k").to_numpy()
+        keyed = src.select(key, action.cast("long"), F.col(_SOURCE_MARK))
+        keyed = keyed.where(F.col("k").isNotNull())
         mode = column_mapping_mode(snapshot.configuration)
-        key_column = physical_name(schema.field(name), mode)
-        probe = KeyProbe(self.spark, source_keys, key_column, False)
+        probe = KeyProbe(keyed, physical_name(schema.field(name), mode), False)
         read_files(self.spark, snapshot, candidates, probe=probe).count()
-        uris, counts, keys, positions = probe.matched_rows()
+        uris, counts, (positions, holders, actions, marks) = probe.matched_rows()
         files = np.repeat(np.arange(len(uris)), counts)
         live = _live(snapshot, self.log.store, candidates, uris, counts, positions)
-        files, keys, positions = files[live], keys[live], positions[live]
-        first = np.searchsorted(source_keys, keys, "left")
-        holders = np.searchsorted(source_keys, keys, "right") - first
-        if (holders > 1).any() or len(_distinct(keys)) < len(keys):
+        files, positions, holders = files[live], positions[live], holders[live]
+        actions, marks = actions[live], marks[live]
+        if (holders > 1).any() or len(_distinct(marks)) < len(marks):
             return None
-        actions = by_key.column("a").to_numpy()[first]
-        marks = by_key.column(_SOURCE_MARK).to_numpy()[first]
         found = _Matches({}, set(), set(), False, (candidates.slice(0, 0), []))
         codes, numbers = np.unique(actions, return_counts=True)
         found.counts = {int(c): int(n) for c, n in zip(codes, numbers, strict=True)}

@@ -66,8 +66,7 @@ class _OnePass(_MergeState):
         name, column = self.probe_key
         keys = src.select(column.cast("long").alias("k")).where(F.col("k").isNotNull())
         mode = column_mapping_mode(snapshot.configuration)
-        key_column = physical_name(schema.field(name), mode)
-        unmatched = KeyProbe(self.spark, keys.toArrow().column(0).to_numpy(), key_column, True)
+        unmatched = KeyProbe(keys, physical_name(schema.field(name), mode), True)
         scan_ms = elapsed_ms(start)
         kept = read_files(self.spark, snapshot, candidates, probe=unmatched)
         # the source's rows in as many files as task slots (coalescing keeps them all busy)

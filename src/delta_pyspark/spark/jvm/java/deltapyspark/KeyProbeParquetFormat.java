@@ -7,6 +7,7 @@ import java.util.List;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.Path;
 import org.apache.spark.broadcast.Broadcast;
+import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.classic.Dataset;
@@ -47,9 +48,14 @@ public final class KeyProbeParquetFormat extends ParquetFileFormat {
 
   static final String OPTION = "__delta_pyspark_unmatched_rows";
 
-  /** The source's distinct non-null keys, ascending, and how many source rows hold each. */
+  /**
+   * The source's distinct non-null keys, ascending, how many source rows hold each, and for
+   * each the action and id that a source row holding it carries (0 when not given).
+   */
   private final long[] keys;
   private final int[] holders;
+  private final long[] actions;
+  private final long[] ids;
   /** The key column of the files (top-level; byte, short, int or long). */
   private final String column;
   /** Whether a file's unmatched rows are read (else the scan yields no rows). */
@@ -66,38 +72,42 @@ public final class KeyProbeParquetFormat extends ParquetFileFormat {
   private transient Broadcast table;
 
   private KeyProbeParquetFormat(
-      long[] keys, int[] holders, String column, boolean unmatchedRows,
-      CollectionAccumulator matches) {
+      long[] keys, int[] holders, long[] actions, long[] ids, String column,
+      boolean unmatchedRows, CollectionAccumulator matches) {
     this.keys = keys;
     this.holders = holders;
+    this.actions = actions;
+    this.ids = ids;
     this.column = column;
     this.unmatchedRows = unmatchedRows;
     this.matches = matches;
   }
 
   /**
-   * The format reading each file's rows whose key is none of {@code sourceKeys} (the source's
-   * non-null join keys as little-endian longs, in any order), nothing of a file without
-   * matches; the keys are matched against column {@code column}.
+   * The format reading each file's rows whose key is none of {@code source}'s (its first
+   * column: the source's non-null join keys as longs, collected to the driver by this call),
+   * nothing of a file without matches; the keys are matched against column {@code column}.
    */
-  public static KeyProbeParquetFormat unmatched(
-      SparkSession session, byte[] sourceKeys, String column) {
-    return of(session, sourceKeys, column, true);
+  public static KeyProbeParquetFormat unmatched(Dataset source, String column) {
+    return of(source, column, true);
   }
 
-  /** The format only reporting each file's matches of {@code sourceKeys}: it yields no rows. */
-  public static KeyProbeParquetFormat probe(
-      SparkSession session, byte[] sourceKeys, String column) {
-    return of(session, sourceKeys, column, false);
+  /**
+   * The format only reporting each file's matches of {@code source}'s keys: it yields no rows.
+   * {@code source}: the keys (non-null longs), then for each source row a long action and a
+   * long id, which {@link #matchedRows} reports with each matched row.
+   */
+  public static KeyProbeParquetFormat probe(Dataset source, String column) {
+    return of(source, column, false);
   }
 
-  private static KeyProbeParquetFormat of(
-      SparkSession session, byte[] sourceKeys, String column, boolean unmatchedRows) {
-    long[] all = new long[sourceKeys.length / 8];
-    java.nio.ByteBuffer.wrap(sourceKeys)
-        .order(java.nio.ByteOrder.LITTLE_ENDIAN)
-        .asLongBuffer()
-        .get(all);
+  private static KeyProbeParquetFormat of(Dataset source, String column, boolean unmatchedRows) {
+    Object[] rows = (Object[]) source.collect();
+    boolean carried = source.columns().length == 3;
+    long[] all = new long[rows.length];
+    for (int i = 0; i < rows.length; i++) {
+      all[i] = ((Row) rows[i]).getLong(0);
+    }
     Arrays.sort(all);
     long[] keys = new long[all.length];
     int[] holders = new int[all.length];
@@ -110,9 +120,19 @@ public final class KeyProbeParquetFormat extends ParquetFileFormat {
         holders[n++] = 1;
       }
     }
-    CollectionAccumulator matches = session.sparkContext().collectionAccumulator("merge matches");
+    keys = Arrays.copyOf(keys, n);
+    long[] actions = new long[n];
+    long[] ids = new long[n];
+    for (int i = 0; carried && i < rows.length; i++) {
+      Row row = (Row) rows[i];
+      int at = Arrays.binarySearch(keys, row.getLong(0));
+      actions[at] = row.getLong(1);
+      ids[at] = row.getLong(2);
+    }
+    CollectionAccumulator matches =
+        source.sparkSession().sparkContext().collectionAccumulator("merge matches");
     return new KeyProbeParquetFormat(
-        Arrays.copyOf(keys, n), Arrays.copyOf(holders, n), column, unmatchedRows, matches);
+        keys, Arrays.copyOf(holders, n), actions, ids, column, unmatchedRows, matches);
   }
 
   /**
@@ -200,31 +220,50 @@ public final class KeyProbeParquetFormat extends ParquetFileFormat {
   }
 
   /**
-   * Every matched row, file by file: {paths ({@code _metadata.file_path}) each then a 0, the
-   * number of matched rows of each file, their keys, their positions}, the numbers as
-   * little-endian longs (one bulk transfer to Python each).
+   * Every matched row, file by file, written to a new local file whose path this returns:
+   * the number of files, each file's number of matched rows, then the rows' positions, how
+   * many source rows hold each row's key, and the action and id given with its key, all
+   * little-endian longs; then the files' paths ({@code _metadata.file_path}), UTF-8, each
+   * followed by a 0. The driver's Python process reads and deletes the file: py4j sends a
+   * byte array as text, 0.1 s for 40,000 rows where the file takes a millisecond.
    */
-  public Object[] matchedRows() {
+  public String matchedRows() throws java.io.IOException {
     HashMap files = byFile();
-    StringBuilder paths = new StringBuilder();
-    java.nio.ByteBuffer counts =
-        java.nio.ByteBuffer.allocate(8 * files.size()).order(java.nio.ByteOrder.LITTLE_ENDIAN);
-    long[] keys = matched(files, 1);
+    long[] found = matched(files, 1);
     long[] positions = matched(files, 2);
+    StringBuilder paths = new StringBuilder();
+    java.nio.ByteBuffer numbers =
+        java.nio.ByteBuffer.allocate(8 * (1 + files.size() + 4 * found.length))
+            .order(java.nio.ByteOrder.LITTLE_ENDIAN);
+    java.nio.LongBuffer longs = numbers.asLongBuffer();
+    longs.put(files.size());
     Iterator entries = files.entrySet().iterator();
     while (entries.hasNext()) {
       java.util.Map.Entry entry = (java.util.Map.Entry) entries.next();
       paths.append((String) entry.getKey()).append('\0');
-      counts.putLong(((long[]) ((Object[]) entry.getValue())[1]).length);
+      longs.put(((long[]) ((Object[]) entry.getValue())[1]).length);
     }
-    return new Object[] {paths.toString(), counts.array(), bytes(keys), bytes(positions)};
-  }
-
-  private static byte[] bytes(long[] values) {
-    java.nio.ByteBuffer out =
-        java.nio.ByteBuffer.allocate(8 * values.length).order(java.nio.ByteOrder.LITTLE_ENDIAN);
-    out.asLongBuffer().put(values);
-    return out.array();
+    longs.put(positions);
+    int[] at = new int[found.length];
+    for (int i = 0; i < found.length; i++) {
+      at[i] = Arrays.binarySearch(keys, found[i]);
+      longs.put(holders[at[i]]);
+    }
+    for (int i = 0; i < found.length; i++) {
+      longs.put(actions[at[i]]);
+    }
+    for (int i = 0; i < found.length; i++) {
+      longs.put(ids[at[i]]);
+    }
+    java.io.File out = java.io.File.createTempFile("delta-pyspark-merge-matches", ".bin");
+    java.io.FileOutputStream stream = new java.io.FileOutputStream(out);
+    try {
+      stream.write(numbers.array());
+      stream.write(paths.toString().getBytes("UTF-8"));
+    } finally {
+      stream.close();
+    }
+    return out.getPath();
   }
 
   /** Each file's accumulator entry, once per file (a retried task adds its file again). */
