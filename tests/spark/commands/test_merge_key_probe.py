@@ -135,6 +135,33 @@ def test_probe_decides_conditional_clauses_by_the_source_row(
     assert metrics.get("numTargetDeletionVectorsAdded", 0) == (1 if dv else 0)
 
 
+@pytest.mark.parametrize("dv", [True, False], ids=["deletion-vectors", "copy-on-write"])
+@pytest.mark.parametrize("shape", ["delete-only", "insert-only"])
+def test_probe_serves_delete_only_and_insert_only_merges(
+    spark: Any, tmp_path: Path, probes: list[bool], dv: bool, shape: str
+):
+    path = str(tmp_path / "t")
+    ids = list(range(0, 80, 2))
+    _table(spark, path, ids, dv=dv)
+    source = spark.createDataFrame([(i, i, f"n{i}") for i in (3, 4, 5, 6, 40)], SCHEMA)
+    merge = DeltaTable.forPath(spark, path).alias("t").merge(source.alias("src"), "t.id = src.id")
+    if shape == "delete-only":
+        merge.whenMatchedDelete("src.v != 6").execute()
+        expected = {i: (i, i * 10, f"s{i}") for i in ids if i not in (4, 40)}
+    else:
+        merge.whenNotMatchedInsertAll().execute()
+        expected = {i: (i, i * 10, f"s{i}") for i in ids} | {3: (3, 3, "n3"), 5: (5, 5, "n5")}
+    assert probes == [True]
+    assert _rows(spark, path) == sorted(expected.values())
+    metrics = _last_commit(path)[2]
+    deleted, inserted = (2, 0) if shape == "delete-only" else (0, 2)
+    assert (metrics["numTargetRowsDeleted"], metrics["numTargetRowsInserted"]) == (
+        deleted,
+        inserted,
+    )
+    assert metrics["numTargetRowsUpdated"] == 0
+
+
 def test_probe_ignores_rows_a_vector_already_deletes(
     spark: Any, tmp_path: Path, probes: list[bool]
 ):

@@ -142,8 +142,9 @@ class _KeyProbe(_MergeState):
         )
         found.matched_marks = np.sort(marks)
         update = [code for code, c in self._codes() if c.when == "matched" and c.action == "update"]
-        found.updated_marks = np.sort(marks[np.isin(actions, update)])
-        found.upserted = bool(update) and self._upserts_every_source_row(schema)
+        if update:  # the updated rows are these source rows
+            found.updated_marks = np.sort(marks[np.isin(actions, update)])
+            found.upserted = self._upserts_every_source_row(schema)
         return found
 
 
