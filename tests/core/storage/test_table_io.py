@@ -19,6 +19,7 @@ NOT_TABLE_FILES = {
     "core/catalog/sqlite.py": "the SQLite catalog's database file",
     "cli.py": "checks a SQLite catalog file exists before opening it",
     "demo.py": "removes the demo's own directory before it starts",
+    "spark/jvm/local_files.py": "reads and deletes a result file the driver's JVM wrote",
 }
 
 _OS_IO = {

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -30,6 +29,7 @@ from delta_pyspark.spark.jvm.bridge import (
     serve_callbacks,
     sql_conf,
 )
+from delta_pyspark.spark.jvm.local_files import take_local_file
 
 
 def parquet_scan(
@@ -139,11 +139,7 @@ class KeyProbe:
         and per row (int64, aligned, grouped by file in order) its position, how many source
         rows hold its key, and the action and id given with that key. They come in a local
         file the JVM writes (``matchedRows``), read here and deleted."""
-        path = Path(self._format.matchedRows())
-        try:
-            data = path.read_bytes()
-        finally:
-            path.unlink()
+        data = take_local_file(self._format.matchedRows())
         files = int(np.frombuffer(data, "<i8", 1)[0])
         counts = np.frombuffer(data, "<i8", files, 8).astype(np.int64)
         rows = int(counts.sum())
