@@ -39,8 +39,9 @@ if TYPE_CHECKING:
 
 # Key types the probe looks up as longs, where Spark's equality is the longs' equality.
 _INTEGRAL = {"byte", "short", "integer", "long"}
-# Source rows whose keys the driver collects into the probe's hash table (16 MB at most):
-# past that the general path joins as Spark chooses.
+# Source rows whose keys the driver collects for the probe (with each row's clause and id
+# and the hash table, about 45 MB at most; the table, 16 MB, is broadcast): past that the
+# general path joins as Spark chooses.
 _MAX_KEYS = 1_000_000
 
 
@@ -87,10 +88,10 @@ class _KeyProbe(_MergeState):
         rows: int,
     ) -> bool:
         """Whether phase 1 of this merge (with deletion vectors, or rewriting files by
-        position) is a probe (``_probe_matches``):
-        besides ``_probe_fits``, each matched clause's condition reads the source row alone
-        and each matched clause deletes or updates the row from its source row alone
-        (``_updates_from_source``), so a matched row's fate is its source row's."""
+        position) is a probe (``_probe_matches``): besides ``_probe_fits``, each matched
+        clause's condition reads the source row alone and each matched clause deletes or
+        updates the row from its source row alone (``_updates_from_source``), so a matched
+        row's fate is its source row's."""
         if not self.matched_by_source_row or not self._probe_fits(
             txn, snapshot, schema, candidates, rows
         ):
@@ -102,8 +103,8 @@ class _KeyProbe(_MergeState):
         self, snapshot: Snapshot, schema: StructType, src: DataFrame, candidates: Any
     ) -> _Matches | None:
         """Phase 1 by probe: the changed rows' positions and files, the counts per clause,
-        the ids of the source rows that matched and of those that update. None when a key matched
-        several times (a target row matched by several source rows, or a source row
+        the ids of the source rows that matched and of those that update. None when a key
+        matched several times (a target row matched by several source rows, or a source row
         matching several target rows): the general path then decides, as it does for any
         merge."""
         from pyspark.sql import functions as F
