@@ -23,15 +23,22 @@ def probes(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
     """Each probe of the test's merges: whether it found the matches (False: it handed the
     merge to the general path)."""
     attempts: list[bool] = []
-    original = MergeCommand._probe_matches
+    original = MergeCommand._matches_found
 
     def recorded(self: MergeCommand, *args: Any, **kwargs: Any) -> Any:
         found = original(self, *args, **kwargs)
         attempts.append(found is not None)
         return found
 
-    monkeypatch.setattr(MergeCommand, "_probe_matches", recorded)
+    monkeypatch.setattr(MergeCommand, "_matches_found", recorded)
     return attempts
+
+
+_UNCHANGED_ROWS = MergeCommand._unchanged_rows
+
+
+def _not_called(*args: Any) -> Any:
+    raise AssertionError("a job the probe's own job should have done")
 
 
 def _table(spark: Any, path: str, ids: list[int], dv: bool = True) -> None:
@@ -75,11 +82,15 @@ def _merge(
     merge.execute()
 
 
-def test_probe_upserts_by_marking_rows_deleted(spark: Any, tmp_path: Path, probes: list[bool]):
+def test_probe_upserts_by_marking_rows_deleted(
+    spark: Any, tmp_path: Path, probes: list[bool], monkeypatch: pytest.MonkeyPatch
+):
     path = str(tmp_path / "t")
     _table(spark, path, list(range(0, 80, 2)))
     before = set(DeltaLog(path).snapshot().files.column("path").to_pylist())
     source = [(i, i * 100, f"new{i}") for i in (4, 6, 50, 7, 79)]
+    # the source's rows are written in the probe's job: no probe job of its own
+    monkeypatch.setattr(MergeCommand, "_probe_matches", _not_called)
     _merge(spark, path, source)
     assert probes == [True]
     expected = {i: (i, i * 10, f"s{i}") for i in range(0, 80, 2)}
@@ -107,8 +118,11 @@ def test_probe_decides_conditional_clauses_by_the_source_row(
     source = [(i, v, f"n{i}") for i, v in pairs]
     probed = str(tmp_path / "probed")
     _table(spark, probed, ids, dv=dv)
+    # copy-on-write: the probe's job writes the unchanged rows too, no second read of them
+    monkeypatch.setattr(MergeCommand, "_unchanged_rows", _not_called)
     _merge(spark, probed, source, conditional=True)
     assert probes == [True]
+    monkeypatch.setattr(MergeCommand, "_unchanged_rows", _UNCHANGED_ROWS)
     joined = str(tmp_path / "joined")  # the same merge through the general path's join
     _table(spark, joined, ids, dv=dv)
     monkeypatch.setattr(MergeCommand, "_probes_matches", lambda *args: False)
@@ -183,8 +197,12 @@ def test_a_target_key_held_twice_goes_to_the_general_path(
     path = str(tmp_path / "t")
     _table(spark, path, [0, 2, 2, 4])
     _merge(spark, path, [(2, 22, "two")])
-    assert probes == [False]
+    assert probes == [False]  # the source row written beside the probe was discarded
     assert _rows(spark, path) == [(0, 0, "s0"), (2, 22, "two"), (2, 22, "two"), (4, 40, "s4")]
+    live = set(DeltaLog(path).snapshot().files.column("path").to_pylist())
+    assert {p.name for p in Path(path).glob("*.parquet")} == live | _removed_before(path) | {
+        r["path"] for r in _last_commit(path)[1]
+    }
 
 
 def test_a_source_key_held_twice_is_refused_unchanged(
@@ -208,3 +226,49 @@ def test_a_condition_on_the_target_goes_to_the_general_path(
     _merge(spark, path, [(2, 1, "a"), (4, 2, "b")], update="t.v > 20")
     assert probes == []
     assert _rows(spark, path) == [(0, 0, "s0"), (2, 20, "s2"), (4, 2, "b"), (6, 60, "s6")]
+
+
+def test_copy_on_write_probe_leaves_no_file_when_a_key_matches_twice(
+    spark: Any, tmp_path: Path, probes: list[bool]
+):
+    path = str(tmp_path / "t")
+    _table(spark, path, [0, 2, 2, 4], dv=False)
+    _merge(spark, path, [(2, 4, "n2"), (9, 7, "n9")], conditional=True)
+    assert probes == [False]  # the rewrite written beside the probe was discarded
+    assert _rows(spark, path) == [
+        (0, 0, "s0"),
+        (2, 4, "n2"),
+        (2, 4, "n2"),
+        (4, 40, "s4"),
+        (9, 7, "n9"),
+    ]
+    _, removes, _ = _last_commit(path)
+    live = set(DeltaLog(path).snapshot().files.column("path").to_pylist())
+    on_disk = {p.name for p in Path(path).glob("*.parquet")}
+    assert on_disk == live | {r["path"] for r in removes} | _removed_before(path)
+
+
+def test_copy_on_write_probe_rewrites_no_file_whose_matches_are_all_kept(
+    spark: Any, tmp_path: Path, probes: list[bool]
+):
+    path = str(tmp_path / "t")
+    ids = list(range(0, 80, 2))
+    _table(spark, path, ids, dv=False)
+    before = set(DeltaLog(path).snapshot().files.column("path").to_pylist())
+    # id 2 matches, but no clause holds for a null v: the row is kept as it is
+    _merge(spark, path, [(2, None, "x"), (9, 7, "n9")], conditional=True)
+    assert probes == [True]
+    expected = {i: (i, i * 10, f"s{i}") for i in ids} | {9: (9, 7, "n9")}
+    assert _rows(spark, path) == sorted(expected.values())
+    adds, removes, metrics = _last_commit(path)
+    assert removes == []
+    assert [a["stats"] and json.loads(a["stats"])["numRecords"] for a in adds] == [1]
+    assert set(DeltaLog(path).snapshot().files.column("path").to_pylist()) >= before
+    assert (metrics["numTargetRowsUpdated"], metrics["numTargetRowsInserted"]) == (0, 1)
+
+
+def _removed_before(path: str) -> set[str]:
+    """Data files removed by commits before the last."""
+    log = sorted((Path(path) / "_delta_log").glob("*.json"))[:-1]
+    lines = [json.loads(line) for f in log for line in f.read_text().splitlines()]
+    return {a["remove"]["path"] for a in lines if "remove" in a}

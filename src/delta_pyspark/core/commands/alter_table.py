@@ -14,12 +14,11 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 
-import pyarrow.compute as pc
-
 from delta_pyspark.core.commands.clustering import refuse_feature_property
 from delta_pyspark.core.protocol import table_properties as props
 from delta_pyspark.core.protocol.actions import Protocol
 from delta_pyspark.core.protocol.column_mapping import PHYSICAL_NAME_KEY, column_mapping_mode
+from delta_pyspark.core.protocol.deletion_vectors import any_deletion_vectors
 from delta_pyspark.core.protocol.schema import (
     DataType,
     StructField,
@@ -241,7 +240,7 @@ def _check_manifest_compatibility(snapshot: Snapshot, conf: Mapping[str, str]) -
             "true: manifests cannot express rows deleted by deletion vectors"
         )
     files = snapshot.files
-    if files.num_rows and pc.any(pc.is_valid(files.column("deletionVector"))).as_py():
+    if any_deletion_vectors(files):
         raise DeltaAnalysisException(
             f"cannot enable {props.SYMLINK_MANIFEST}: the table has files with deletion "
             "vectors; purge them first (REORG TABLE ... APPLY (PURGE))"

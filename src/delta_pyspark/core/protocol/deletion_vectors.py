@@ -23,6 +23,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyroaring import AbstractBitMap, AbstractBitMap64, BitMap64
 
 from delta_pyspark.core.storage.log_store import LogStore
@@ -34,6 +36,14 @@ from delta_pyspark.exceptions import (
 
 if TYPE_CHECKING:
     import numpy as np
+
+
+def any_deletion_vectors(files: pa.Table) -> bool:
+    """Whether any file of ``files`` (a file list with a ``deletionVector`` column) has a
+    deletion vector."""
+    vectors = files.column("deletionVector")
+    return bool(files.num_rows) and bool(pc.any(pc.is_valid(vectors)).as_py())
+
 
 PORTABLE_MAGIC = 1681511377
 """Magic number of the spec's bitmap format (portable 64-bit Roaring, little-endian)."""

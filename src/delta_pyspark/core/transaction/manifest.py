@@ -33,6 +33,7 @@ from delta_pyspark.core.log.commit_actions import parse_actions
 from delta_pyspark.core.log.segment import commit_name
 from delta_pyspark.core.log.table_paths import resolve_path
 from delta_pyspark.core.protocol.column_mapping import column_mapping_mode
+from delta_pyspark.core.protocol.deletion_vectors import any_deletion_vectors
 from delta_pyspark.core.protocol.partition_values import hive_partition_path
 from delta_pyspark.core.snapshot.delta_log import DeltaLog
 from delta_pyspark.core.snapshot.snapshot import Snapshot
@@ -81,7 +82,7 @@ def generate_manifest(log: DeltaLog, mode: str) -> int:
 def check_supported(snapshot: Snapshot) -> None:
     """Refuse tables whose rows manifests cannot describe."""
     files = snapshot.files
-    if files.num_rows and pc.any(pc.is_valid(files.column("deletionVector"))).as_py():
+    if any_deletion_vectors(files):
         raise DeltaUnsupportedOperationException(
             f"cannot generate symlink manifests for {snapshot.table_root} at version "
             f"{snapshot.version}: it has files with deletion vectors, and manifests cannot "

@@ -170,6 +170,15 @@ def discard_files(snapshot: Snapshot, adds: list[AddFile]) -> None:
         store.delete(data_file_path(snapshot.table_root, add["path"]))
 
 
+def without_empty_files(snapshot: Snapshot, adds: list[AddFile]) -> list[AddFile]:
+    """``adds`` without the files that hold no row, which are deleted: Spark's first task
+    writes a file even when it has no row (a merge's read of files without changed rows, or
+    an empty part of its new rows), and such a file would only slow every later scan."""
+    empty = [a for a in adds if a.get("stats") and num_records([a]) == 0]
+    discard_files(snapshot, empty)
+    return [a for a in adds if not (a.get("stats") and num_records([a]) == 0)]
+
+
 def rewrite_files(
     spark: SparkSession,
     snapshot: Snapshot,

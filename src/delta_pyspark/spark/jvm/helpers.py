@@ -110,17 +110,30 @@ def deleted_rows(spark: SparkSession, vectors: Iterable[tuple[str, BitMap64]]) -
 class KeyProbe:
     """MERGE's format for one integral key (``KeyProbeParquetFormat``): a file scan through
     it looks each row's key up among the source's keys, with no Spark join, and reports
-    each file's matches. ``unmatched_rows``: the scan yields a file's rows whose key no
-    source row holds, nothing for a file without matches (the one-pass upsert); else it
-    yields no rows and its matches are its result (``matched_rows``)."""
+    each file's matches. Built by one of ``unmatched``, ``rewrite`` and ``probe``, whose
+    ``source`` is collected by the call: the source's non-null join keys (long), then for
+    ``rewrite`` and ``probe`` each source row's action and id (longs), which
+    ``matched_rows`` gives each matched row."""
 
-    def __init__(self, source: DataFrame, key_column: str, unmatched_rows: bool) -> None:
-        """``source``: the source's non-null join keys (long), collected by this call; for a
-        probe also each source row's action and id (longs), which ``matched_rows`` gives
-        each matched row."""
-        helper = required_helper(source.sparkSession, "deltapyspark.KeyProbeParquetFormat")
-        make = helper.unmatched if unmatched_rows else helper.probe
-        self._format = make(java_frame(source), key_column)
+    def __init__(self, java_format: Any) -> None:
+        self._format = java_format
+
+    @classmethod
+    def unmatched(cls, source: DataFrame, key_column: str) -> KeyProbe:
+        """A scan yielding each file's rows whose key no source row holds, nothing of a
+        file without matches (the one-pass upsert)."""
+        return cls(_key_probe(source).unmatched(java_frame(source), key_column))
+
+    @classmethod
+    def rewrite(cls, source: DataFrame, key_column: str, keep: int) -> KeyProbe:
+        """A scan yielding each file's rows but the matched ones whose key's action is not
+        ``keep``, nothing of a file without such a row (a one-pass copy-on-write rewrite)."""
+        return cls(_key_probe(source).rewrite(java_frame(source), key_column, keep))
+
+    @classmethod
+    def probe(cls, source: DataFrame, key_column: str) -> KeyProbe:
+        """A scan yielding no rows: its matches are its result."""
+        return cls(_key_probe(source).probe(java_frame(source), key_column))
 
     def scan(self, df: DataFrame) -> DataFrame:
         return python_frame(self._format.scan(java_frame(df)), df.sparkSession)
@@ -146,6 +159,10 @@ class KeyProbe:
         numbers = np.frombuffer(data, "<i8", 4 * rows, 8 * (1 + files)).astype(np.int64)
         names = data[8 * (1 + files + 4 * rows) :].decode("utf-8").split("\0")[:-1]
         return names, counts, numbers.reshape(4, rows)
+
+
+def _key_probe(source: DataFrame) -> Any:
+    return required_helper(source.sparkSession, "deltapyspark.KeyProbeParquetFormat")
 
 
 def ids_among(src: DataFrame, column: str, marks: np.ndarray, present: bool) -> Column:

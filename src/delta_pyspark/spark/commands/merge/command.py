@@ -55,7 +55,10 @@ an accumulator.
   each matched clause's condition reads the source row alone and its action is a DELETE or
   an UPDATE SET * from the source row, each matched row's clause is its source row's,
   evaluated on the source, and the probe's positions are the changed rows'. A key matched
-  several times hands the merge to the general path."""
+  several times hands the merge to the general path. The probe's own job writes what does
+  not depend on its result (``_probe_and_write``): a positional rewrite's unchanged rows
+  (the probe's reader yields each changed file without its changed rows, so the files are
+  read once), and an upsert's source rows; a fallback deletes them."""
 
 from __future__ import annotations
 
@@ -63,7 +66,7 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
-from delta_pyspark.core.protocol.actions import remove_actions
+from delta_pyspark.core.protocol.actions import AddFile, remove_actions
 from delta_pyspark.core.protocol.schema import (
     StructField,
     StructType,
@@ -94,7 +97,7 @@ from delta_pyspark.spark.commands.merge.deletion_vectors import (
 )
 from delta_pyspark.spark.commands.merge.inserts import _Inserts
 from delta_pyspark.spark.commands.merge.key_probe import _KeyProbe
-from delta_pyspark.spark.commands.merge.matching import _Matching
+from delta_pyspark.spark.commands.merge.matching import _Matches, _Matching
 from delta_pyspark.spark.commands.merge.metrics import _Metrics, _ordered
 from delta_pyspark.spark.commands.merge.one_pass import _OnePass
 from delta_pyspark.spark.commands.merge.planning import _Planning
@@ -104,7 +107,12 @@ from delta_pyspark.spark.commands.merge.source import (
     _Source,
     _SourceSummary,
 )
-from delta_pyspark.spark.commands.rewrite import elapsed_ms, files_by_uri, write_rows
+from delta_pyspark.spark.commands.rewrite import (
+    elapsed_ms,
+    files_by_uri,
+    without_empty_files,
+    write_rows,
+)
 from delta_pyspark.spark.conf import user_metadata
 from delta_pyspark.spark.jvm.bridge import internal_plans
 from delta_pyspark.spark.jvm.plans import unpersist_checkpoint, within_broadcast_threshold
@@ -245,6 +253,24 @@ class MergeCommand(
         ]
         return StructType(table.fields + tuple(new)) if new else table
 
+    def _copied_rows(
+        self,
+        snapshot: Snapshot,
+        touched: Any,
+        src: DataFrame,
+        schema: StructType,
+        found: _Matches,
+        positional: bool,
+        written: list[AddFile] | None,
+    ) -> list[DataFrame]:
+        """The rows to write for the ``touched`` files: their unchanged rows by position
+        (unless the probe's job wrote them), else all of them through the join."""
+        if not touched.num_rows or (positional and written is not None):
+            return []
+        if positional:
+            return [self._unchanged_rows(snapshot, touched, found)]
+        return [self._copied_by_join(snapshot, touched, src, schema, found)]
+
     def _execute(
         self,
         txn: Transaction,
@@ -267,11 +293,10 @@ class MergeCommand(
         positional = not dv and self._keeps_rows_by_position(
             snapshot, schema, candidates, source, src
         )
-        found = None
-        if (dv or positional) and self._probes_matches(
-            txn, snapshot, schema, src, candidates, source.rows
-        ):
-            found = self._probe_matches(snapshot, schema, src, candidates)
+        # written: files the probe's job wrote (``_probe_and_write``)
+        found, written = self._phase_one_by_probe(
+            txn, snapshot, schema, src, candidates, source.rows, dv, positional
+        )
         unique = source.unique
         if unique is None and not (dv or positional) and source.rows > _MAX_COLLECTED_SOURCE_ROWS:
             unique = False  # too many positions to collect: count the matches per target row
@@ -280,7 +305,6 @@ class MergeCommand(
                 snapshot, schema, src, candidates, dv or positional, unique, cached
             )
         scan_ms = elapsed_ms(start)
-        copied: list[DataFrame] = []  # rows of rewritten files (all of them in the join path)
         fresh: list[DataFrame] = []  # new versions of changed rows, inserted rows
         if dv:
             touched = candidates.slice(0, 0)  # no file is rewritten
@@ -288,14 +312,13 @@ class MergeCommand(
         else:
             deletes = []
             touched = files_by_uri(snapshot, candidates, sorted(found.touched_uris))
-        if touched.num_rows and positional:
-            copied.append(self._unchanged_rows(snapshot, touched, found))
-            if found.has_new_values and not found.upserted:
-                fresh.append(self._updated_rows(found, schema, src))
-        elif touched.num_rows:
-            copied.append(self._copied_by_join(snapshot, touched, src, schema, found))
+        # rows of rewritten files (all of them in the join path)
+        copied = self._copied_rows(snapshot, touched, src, schema, found, positional, written)
+        if touched.num_rows and positional and found.has_new_values and not found.upserted:
+            fresh.append(self._updated_rows(found, schema, src))
         if found.upserted:  # the updated and the inserted rows: the source's, once each
-            fresh.append(self._updates_of_source_rows(src, schema, None))
+            if written is None:
+                fresh.append(self._updates_of_source_rows(src, schema, None))
         elif self.inserts:
             new = self._unmatched(snapshot, src, source.rows, candidates, found)
             fresh.append(self._project(new, None, src, schema, None))
@@ -304,7 +327,8 @@ class MergeCommand(
             # many files as task slots instead (coalescing keeps every slot busy)
             slots = self.spark.sparkContext.defaultParallelism
             copied.append(_union(fresh).coalesce(slots))
-        adds = write_rows(_union(copied), snapshot, schema) if copied else []
+        adds = (written or []) + (write_rows(_union(copied), snapshot, schema) if copied else [])
+        adds = without_empty_files(snapshot, adds)
         rewritten = remove_actions(touched)
         txn.remove_files(rewritten)
         removes = rewritten + [d.remove for d in deletes if d.add is None]

@@ -13,10 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from delta_pyspark.core.protocol.actions import AddFile
 from delta_pyspark.core.protocol.column_mapping import column_mapping_mode, physical_name
 from delta_pyspark.core.protocol.deletion_vectors import (
     DeletionVectorDescriptor,
+    any_deletion_vectors,
     deleted_row_indexes,
 )
 from delta_pyspark.core.protocol.schema import StructType, type_name
@@ -25,11 +28,11 @@ from delta_pyspark.core.storage.log_store import LogStore
 from delta_pyspark.core.transaction.optimistic_transaction import Transaction
 from delta_pyspark.spark.commands.change_data import records_changes
 from delta_pyspark.spark.commands.conditions import as_column
-from delta_pyspark.spark.commands.merge.common import _SOURCE_MARK, COPY
+from delta_pyspark.spark.commands.merge.common import _SOURCE_MARK, COPY, _union
 from delta_pyspark.spark.commands.merge.matching import _distinct, _Matches
 from delta_pyspark.spark.commands.merge.planning import _Plan
 from delta_pyspark.spark.commands.merge.state import _MergeState
-from delta_pyspark.spark.commands.rewrite import rows_by_file
+from delta_pyspark.spark.commands.rewrite import discard_files, rows_by_file, write_rows
 from delta_pyspark.spark.files.scan import file_uris, read_files
 from delta_pyspark.spark.jvm.helpers import KeyProbe
 
@@ -99,6 +102,33 @@ class _KeyProbe(_MergeState):
         updates = any(c.action == "update" for c in self.matched)
         return not updates or self._updates_from_source(schema, src)
 
+    def _phase_one_by_probe(
+        self,
+        txn: Transaction,
+        snapshot: Snapshot,
+        schema: StructType,
+        src: DataFrame,
+        candidates: Any,
+        rows: int,
+        dv: bool,
+        positional: bool,
+    ) -> tuple[_Matches | None, list[AddFile] | None]:
+        """Phase 1 by probe where it applies (a merge with deletion vectors, or rewriting
+        by ``positional``, that ``_probes_matches``): the matches, and the files written in
+        the probe's own job (``_probe_and_write``) where what they hold does not depend on
+        the matches, else None. No matches where the general path finds them."""
+        if not (dv or positional) or not self._probes_matches(
+            txn, snapshot, schema, src, candidates, rows
+        ):
+            return None, None
+        rewrite = positional and not any_deletion_vectors(candidates)
+        upserted = any(c.action == "update" for c in self.matched) and (
+            self._upserts_every_source_row(schema)
+        )
+        if rewrite or upserted:
+            return self._probe_and_write(snapshot, schema, src, candidates, rewrite, upserted)
+        return self._probe_matches(snapshot, schema, src, candidates), None
+
     def _probe_matches(
         self, snapshot: Snapshot, schema: StructType, src: DataFrame, candidates: Any
     ) -> _Matches | None:
@@ -107,21 +137,65 @@ class _KeyProbe(_MergeState):
         matched several times (a target row matched by several source rows, or a source row
         matching several target rows): the general path then decides, as it does for any
         merge."""
+        probe = KeyProbe.probe(self._keyed_source(src), self._probed_column(snapshot, schema))
+        read_files(self.spark, snapshot, candidates, probe=probe).count()
+        return self._matches_found(probe, snapshot, schema, candidates)
+
+    def _probe_and_write(
+        self,
+        snapshot: Snapshot,
+        schema: StructType,
+        src: DataFrame,
+        candidates: Any,
+        rewrite: bool,
+        upserted: bool,
+    ) -> tuple[_Matches | None, list[AddFile] | None]:
+        """Phase 1 by probe in the job that writes what does not depend on its matches,
+        saving a job and running both on the task slots at once: with ``rewrite`` (a
+        copy-on-write merge rewriting by position, files without deletion vectors), the
+        changed files' unchanged rows, read without the rows whose key's clause changes
+        them (``KeyProbe.rewrite``), saving a second read of the files; when ``upserted``
+        (``_Matches.upserted``), every source row. Returns the matches (as
+        ``_probe_matches``) and the files written, or nothing, with nothing left written,
+        where ``_probe_matches`` gives None."""
+        keyed, column = self._keyed_source(src), self._probed_column(snapshot, schema)
+        probe = KeyProbe.rewrite(keyed, column, COPY) if rewrite else KeyProbe.probe(keyed, column)
+        frames = [read_files(self.spark, snapshot, candidates, probe=probe)]
+        if upserted:
+            slots = self.spark.sparkContext.defaultParallelism
+            frames.append(self._updates_of_source_rows(src, schema, None).coalesce(slots))
+        adds = write_rows(_union(frames), snapshot, schema)
+        found = self._matches_found(probe, snapshot, schema, candidates)
+        if found is None:
+            discard_files(snapshot, adds)
+            return None, None
+        return found, adds
+
+    def _keyed_source(self, src: DataFrame) -> DataFrame:
+        """The probe's source: each source row's key (long; rows without one left out), the
+        code of the matched clause its row takes (COPY if none) and its id."""
         from pyspark.sql import functions as F
 
         assert self.probe_key is not None
-        name, column = self.probe_key
-        key = column.cast("long").alias("k")
+        key = self.probe_key[1].cast("long").alias("k")
         action = F.lit(COPY)
         for code, clause in reversed(self._codes()):
             if clause.when == "matched":
                 holds = F.lit(True) if clause.condition is None else as_column(clause.condition)
                 action = F.when(F.coalesce(holds, F.lit(False)), F.lit(code)).otherwise(action)
         keyed = src.select(key, action.cast("long"), F.col(_SOURCE_MARK))
-        keyed = keyed.where(F.col("k").isNotNull())
+        return keyed.where(F.col("k").isNotNull())
+
+    def _probed_column(self, snapshot: Snapshot, schema: StructType) -> str:
+        """The key column's name in the data files."""
+        assert self.probe_key is not None
         mode = column_mapping_mode(snapshot.configuration)
-        probe = KeyProbe(keyed, physical_name(schema.field(name), mode), False)
-        read_files(self.spark, snapshot, candidates, probe=probe).count()
+        return physical_name(schema.field(self.probe_key[0]), mode)
+
+    def _matches_found(
+        self, probe: KeyProbe, snapshot: Snapshot, schema: StructType, candidates: Any
+    ) -> _Matches | None:
+        """A finished probe's matches (see ``_probe_matches``)."""
         uris, counts, (positions, holders, actions, marks) = probe.matched_rows()
         files = np.repeat(np.arange(len(uris)), counts)
         live = _live(snapshot, self.log.store, candidates, uris, counts, positions)
@@ -160,12 +234,15 @@ def _live(
     """Which probed rows (``counts[i]`` positions of file ``uris[i]``, file after file) their
     file's deletion vector does not delete already: the probe reads every row."""
     live = np.ones(len(positions), bool)
+    with_vectors = candidates.filter(pc.is_valid(candidates.column("deletionVector")))
+    if not with_vectors.num_rows:
+        return live
     ends = np.cumsum(counts)
     number = {uri: i for i, uri in enumerate(uris)}
-    vectors = candidates.column("deletionVector").to_pylist()
-    for uri, dv in zip(file_uris(snapshot, candidates), vectors, strict=True):
+    vectors = with_vectors.column("deletionVector").to_pylist()
+    for uri, dv in zip(file_uris(snapshot, with_vectors), vectors, strict=True):
         i = number.get(uri)
-        if dv is None or i is None:
+        if i is None:
             continue
         deleted = deleted_row_indexes(
             DeletionVectorDescriptor.from_dict(dv), snapshot.table_root, store

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import pyarrow.compute as pc
-
 from delta_pyspark.core.protocol.actions import remove_actions
 from delta_pyspark.core.protocol.column_mapping import column_mapping_mode, physical_name
+from delta_pyspark.core.protocol.deletion_vectors import any_deletion_vectors
 from delta_pyspark.core.protocol.schema import StructType
 from delta_pyspark.core.snapshot.snapshot import Snapshot
 from delta_pyspark.core.transaction.optimistic_transaction import Transaction
@@ -45,7 +44,7 @@ class _OnePass(_MergeState):
             return False
         if not self._updates_from_source(schema, src) or not self._upserts_every_source_row(schema):
             return False
-        return not pc.any(pc.is_valid(candidates.column("deletionVector"))).as_py()
+        return not any_deletion_vectors(candidates)
 
     def _upsert_in_one_pass(
         self,
@@ -66,7 +65,7 @@ class _OnePass(_MergeState):
         name, column = self.probe_key
         keys = src.select(column.cast("long").alias("k")).where(F.col("k").isNotNull())
         mode = column_mapping_mode(snapshot.configuration)
-        unmatched = KeyProbe(keys, physical_name(schema.field(name), mode), True)
+        unmatched = KeyProbe.unmatched(keys, physical_name(schema.field(name), mode))
         scan_ms = elapsed_ms(start)
         kept = read_files(self.spark, snapshot, candidates, probe=unmatched)
         # the source's rows in as many files as task slots (coalescing keeps them all busy)

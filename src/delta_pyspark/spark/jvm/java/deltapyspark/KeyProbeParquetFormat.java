@@ -32,11 +32,13 @@ import scala.reflect.ClassTag$;
  * matches ({@link #summary}, {@link #matchedRows}). Positions count from the file's first row
  * and ignore its deletion vector: the driver leaves out rows already deleted.
  *
- * <p>Two modes. {@link #unmatched}, a copy-on-write merge that upserts in one pass: a file with
+ * <p>Three modes. {@link #unmatched}, a copy-on-write merge that upserts in one pass: a file with
  * matches is read again without those rows ({@link DeletionVectorReader#without}), a file with
  * none yields no rows, so the rewritten files' unchanged rows flow straight into the merge's
- * write. {@link #probe}, a merge with deletion vectors: the scan yields no rows at all; the
- * accumulator is its result. No filter may be pushed into a read (it would skip rows and
+ * write. {@link #rewrite}, a copy-on-write merge whose matched rows' fate is their source
+ * row's: the same, but a row whose key's action is the one that keeps the row is kept, and a
+ * file with only such matches yields no rows. {@link #probe}, a merge with deletion vectors:
+ * the scan yields no rows at all; the accumulator is its result. No filter may be pushed into a read (it would skip rows and
  * shift positions), and files are never split (a file read by two tasks could have matches in
  * one part only).
  *
@@ -60,6 +62,8 @@ public final class KeyProbeParquetFormat extends ParquetFileFormat {
   private final String column;
   /** Whether a file's unmatched rows are read (else the scan yields no rows). */
   private final boolean unmatchedRows;
+  /** The source's keys whose matched rows are kept (rewrite mode), else none. */
+  private final long[] keptKeys;
   /**
    * One {@code Object[] {file path, long[] keys of its matched rows, long[] their positions}}
    * per file with some.
@@ -70,16 +74,19 @@ public final class KeyProbeParquetFormat extends ParquetFileFormat {
    * in branches, one per partition, would otherwise send one copy per branch).
    */
   private transient Broadcast table;
+  /** {@link #keptKeys}' table, broadcast likewise (null without kept keys). */
+  private transient Broadcast keptTable;
 
   private KeyProbeParquetFormat(
       long[] keys, int[] holders, long[] actions, long[] ids, String column,
-      boolean unmatchedRows, CollectionAccumulator matches) {
+      boolean unmatchedRows, long[] keptKeys, CollectionAccumulator matches) {
     this.keys = keys;
     this.holders = holders;
     this.actions = actions;
     this.ids = ids;
     this.column = column;
     this.unmatchedRows = unmatchedRows;
+    this.keptKeys = keptKeys;
     this.matches = matches;
   }
 
@@ -89,7 +96,16 @@ public final class KeyProbeParquetFormat extends ParquetFileFormat {
    * nothing of a file without matches; the keys are matched against column {@code column}.
    */
   public static KeyProbeParquetFormat unmatched(Dataset source, String column) {
-    return of(source, column, true);
+    return of(source, column, true, false, 0);
+  }
+
+  /**
+   * The format reading each file's rows without the matched rows whose key's action is not
+   * {@code keep}, nothing of a file without such a row, and reporting every match as
+   * {@link #probe} does ({@code source} as there).
+   */
+  public static KeyProbeParquetFormat rewrite(Dataset source, String column, long keep) {
+    return of(source, column, true, true, keep);
   }
 
   /**
@@ -98,10 +114,11 @@ public final class KeyProbeParquetFormat extends ParquetFileFormat {
    * long id, which {@link #matchedRows} reports with each matched row.
    */
   public static KeyProbeParquetFormat probe(Dataset source, String column) {
-    return of(source, column, false);
+    return of(source, column, false, false, 0);
   }
 
-  private static KeyProbeParquetFormat of(Dataset source, String column, boolean unmatchedRows) {
+  private static KeyProbeParquetFormat of(
+      Dataset source, String column, boolean unmatchedRows, boolean keeps, long keep) {
     Object[] rows = (Object[]) source.collect();
     boolean carried = source.columns().length == 3;
     long[] all = new long[rows.length];
@@ -129,10 +146,21 @@ public final class KeyProbeParquetFormat extends ParquetFileFormat {
       actions[at] = row.getLong(1);
       ids[at] = row.getLong(2);
     }
+    long[] kept = null;
+    if (keeps) {
+      kept = new long[n];
+      int k = 0;
+      for (int i = 0; i < n; i++) {
+        if (actions[i] == keep) {
+          kept[k++] = keys[i];
+        }
+      }
+      kept = Arrays.copyOf(kept, k);
+    }
     CollectionAccumulator matches =
         source.sparkSession().sparkContext().collectionAccumulator("merge matches");
     return new KeyProbeParquetFormat(
-        keys, Arrays.copyOf(holders, n), actions, ids, column, unmatchedRows, matches);
+        keys, Arrays.copyOf(holders, n), actions, ids, column, unmatchedRows, kept, matches);
   }
 
   /**
@@ -175,7 +203,9 @@ public final class KeyProbeParquetFormat extends ParquetFileFormat {
                 session, dataSchema, partitionSchema, requiredSchema, none, options,
                 new Configuration(hadoopConf))
             : null;
-    return new Reader(keyReader, rowReader, table(session), keyOnly.fields()[0].dataType(), matches);
+    return new Reader(
+        keyReader, rowReader, table(session), keptTable(session), keyOnly.fields()[0].dataType(),
+        matches);
   }
 
   private synchronized Broadcast table(SparkSession session) {
@@ -184,6 +214,15 @@ public final class KeyProbeParquetFormat extends ParquetFileFormat {
           session.sparkContext().broadcast(new KeyTable(keys), ClassTag$.MODULE$.apply(KeyTable.class));
     }
     return table;
+  }
+
+  private synchronized Broadcast keptTable(SparkSession session) {
+    if (keptTable == null && keptKeys != null) {
+      keptTable =
+          session.sparkContext().broadcast(
+              new KeyTable(keptKeys), ClassTag$.MODULE$.apply(KeyTable.class));
+    }
+    return keptTable;
   }
 
   /**
@@ -364,7 +403,7 @@ public final class KeyProbeParquetFormat extends ParquetFileFormat {
 
   /**
    * Reads one (whole) file: its key column, then (given a row reader) its rows without the
-   * matched ones.
+   * matched ones, except those whose key is a kept key (given a table of them).
    */
   static final class Reader extends scala.runtime.AbstractFunction1
       implements java.io.Serializable {
@@ -373,15 +412,17 @@ public final class KeyProbeParquetFormat extends ParquetFileFormat {
     private final Function1 keyReader;
     private final Function1 rowReader;
     private final Broadcast table;
+    private final Broadcast keptTable;
     private final DataType keyType;
     private final CollectionAccumulator matches;
 
     Reader(
-        Function1 keyReader, Function1 rowReader, Broadcast table, DataType keyType,
-        CollectionAccumulator matches) {
+        Function1 keyReader, Function1 rowReader, Broadcast table, Broadcast keptTable,
+        DataType keyType, CollectionAccumulator matches) {
       this.keyReader = keyReader;
       this.rowReader = rowReader;
       this.table = table;
+      this.keptTable = keptTable;
       this.keyType = keyType;
       this.matches = matches;
     }
@@ -442,6 +483,19 @@ public final class KeyProbeParquetFormat extends ParquetFileFormat {
       matches.add(new Object[] {path, Arrays.copyOf(found, n), positions});
       if (rowReader == null) {
         return scala.collection.Iterator$.MODULE$.empty();
+      }
+      if (keptTable != null) {
+        KeyTable kept = (KeyTable) keptTable.value();
+        int changed = 0;
+        for (int i = 0; i < n; i++) {
+          if (!kept.contains(found[i])) {
+            gone[changed++] = gone[i];
+          }
+        }
+        if (changed == 0) {
+          return scala.collection.Iterator$.MODULE$.empty();
+        }
+        positions = Arrays.copyOf(gone, changed);
       }
       return DeletionVectorReader.without(
           (scala.collection.Iterator) rowReader.apply(file), positions);
