@@ -272,3 +272,26 @@ def _removed_before(path: str) -> set[str]:
     log = sorted((Path(path) / "_delta_log").glob("*.json"))[:-1]
     lines = [json.loads(line) for f in log for line in f.read_text().splitlines()]
     return {a["remove"]["path"] for a in lines if "remove" in a}
+
+
+def test_copy_on_write_upsert_into_files_with_vectors_keeps_their_rows(
+    spark: Any, tmp_path: Path, probes: list[bool]
+):
+    # vectors written while the table had them enabled stay after it stops writing them:
+    # the probe's job then writes only the source's rows, the files' rows are read after
+    path = str(tmp_path / "t")
+    ids = list(range(0, 80, 2))
+    _table(spark, path, ids)
+    DeltaTable.forPath(spark, path).delete("id IN (4, 60)")
+    spark.sql(
+        f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'false')"
+    )
+    _merge(spark, path, [(6, 600, "six"), (7, 70, "seven")])
+    assert probes == [True]
+    expected = {i: (i, i * 10, f"s{i}") for i in ids if i not in (4, 60)}
+    expected |= {6: (6, 600, "six"), 7: (7, 70, "seven")}
+    assert _rows(spark, path) == sorted(expected.values())
+    _, removes, metrics = _last_commit(path)
+    assert len(removes) == metrics["numTargetFilesRemoved"] == 1  # the file holding 4 and 6
+    assert (metrics["numTargetRowsUpdated"], metrics["numTargetRowsInserted"]) == (1, 1)
+    assert metrics["numTargetRowsCopied"] == 8  # the file's ten rows but 4 (deleted) and 6

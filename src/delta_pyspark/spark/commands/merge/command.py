@@ -66,7 +66,7 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
-from delta_pyspark.core.protocol.actions import AddFile, remove_actions
+from delta_pyspark.core.protocol.actions import remove_actions
 from delta_pyspark.core.protocol.schema import (
     StructField,
     StructType,
@@ -96,7 +96,7 @@ from delta_pyspark.spark.commands.merge.deletion_vectors import (
     _DeletionVectors,
 )
 from delta_pyspark.spark.commands.merge.inserts import _Inserts
-from delta_pyspark.spark.commands.merge.key_probe import _KeyProbe
+from delta_pyspark.spark.commands.merge.key_probe import _KeyProbe, _Written
 from delta_pyspark.spark.commands.merge.matching import _Matches, _Matching
 from delta_pyspark.spark.commands.merge.metrics import _Metrics, _ordered
 from delta_pyspark.spark.commands.merge.one_pass import _OnePass
@@ -261,11 +261,11 @@ class MergeCommand(
         schema: StructType,
         found: _Matches,
         positional: bool,
-        written: list[AddFile] | None,
+        written: _Written | None,
     ) -> list[DataFrame]:
         """The rows to write for the ``touched`` files: their unchanged rows by position
         (unless the probe's job wrote them), else all of them through the join."""
-        if not touched.num_rows or (positional and written is not None):
+        if not touched.num_rows or (written is not None and written.unchanged_rows):
             return []
         if positional:
             return [self._unchanged_rows(snapshot, touched, found)]
@@ -293,7 +293,6 @@ class MergeCommand(
         positional = not dv and self._keeps_rows_by_position(
             snapshot, schema, candidates, source, src
         )
-        # written: files the probe's job wrote (``_probe_and_write``)
         found, written = self._phase_one_by_probe(
             txn, snapshot, schema, src, candidates, source.rows, dv, positional
         )
@@ -317,7 +316,7 @@ class MergeCommand(
         if touched.num_rows and positional and found.has_new_values and not found.upserted:
             fresh.append(self._updated_rows(found, schema, src))
         if found.upserted:  # the updated and the inserted rows: the source's, once each
-            if written is None:
+            if written is None or not written.source_rows:
                 fresh.append(self._updates_of_source_rows(src, schema, None))
         elif self.inserts:
             new = self._unmatched(snapshot, src, source.rows, candidates, found)
@@ -327,7 +326,8 @@ class MergeCommand(
             # many files as task slots instead (coalescing keeps every slot busy)
             slots = self.spark.sparkContext.defaultParallelism
             copied.append(_union(fresh).coalesce(slots))
-        adds = (written or []) + (write_rows(_union(copied), snapshot, schema) if copied else [])
+        adds = written.adds if written is not None else []
+        adds += write_rows(_union(copied), snapshot, schema) if copied else []
         adds = without_empty_files(snapshot, adds)
         rewritten = remove_actions(touched)
         txn.remove_files(rewritten)

@@ -9,6 +9,7 @@ aggregation of the matches per file."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -46,6 +47,15 @@ _INTEGRAL = {"byte", "short", "integer", "long"}
 # and the hash table, about 45 MB at most; the table, 16 MB, is broadcast): past that the
 # general path joins as Spark chooses.
 _MAX_KEYS = 1_000_000
+
+
+@dataclass
+class _Written:
+    """What a probe's own job wrote (``_KeyProbe._probe_and_write``)."""
+
+    adds: list[AddFile]
+    unchanged_rows: bool  # the changed files' rows no clause changes (a positional rewrite)
+    source_rows: bool  # every source row (``_Matches.upserted``)
 
 
 class _KeyProbe(_MergeState):
@@ -112,11 +122,11 @@ class _KeyProbe(_MergeState):
         rows: int,
         dv: bool,
         positional: bool,
-    ) -> tuple[_Matches | None, list[AddFile] | None]:
+    ) -> tuple[_Matches | None, _Written | None]:
         """Phase 1 by probe where it applies (a merge with deletion vectors, or rewriting
-        by ``positional``, that ``_probes_matches``): the matches, and the files written in
-        the probe's own job (``_probe_and_write``) where what they hold does not depend on
-        the matches, else None. No matches where the general path finds them."""
+        by ``positional``, that ``_probes_matches``): the matches, and what the probe's own
+        job wrote (``_probe_and_write``) where some rows do not depend on the matches. No
+        matches where the general path finds them."""
         if not (dv or positional) or not self._probes_matches(
             txn, snapshot, schema, src, candidates, rows
         ):
@@ -149,14 +159,14 @@ class _KeyProbe(_MergeState):
         candidates: Any,
         rewrite: bool,
         upserted: bool,
-    ) -> tuple[_Matches | None, list[AddFile] | None]:
+    ) -> tuple[_Matches | None, _Written | None]:
         """Phase 1 by probe in the job that writes what does not depend on its matches,
         saving a job and running both on the task slots at once: with ``rewrite`` (a
         copy-on-write merge rewriting by position, files without deletion vectors), the
         changed files' unchanged rows, read without the rows whose key's clause changes
         them (``KeyProbe.rewrite``), saving a second read of the files; when ``upserted``
         (``_Matches.upserted``), every source row. Returns the matches (as
-        ``_probe_matches``) and the files written, or nothing, with nothing left written,
+        ``_probe_matches``) and what was written, or nothing, with nothing left written,
         where ``_probe_matches`` gives None."""
         keyed, column = self._keyed_source(src), self._probed_column(snapshot, schema)
         probe = KeyProbe.rewrite(keyed, column, COPY) if rewrite else KeyProbe.probe(keyed, column)
@@ -169,7 +179,7 @@ class _KeyProbe(_MergeState):
         if found is None:
             discard_files(snapshot, adds)
             return None, None
-        return found, adds
+        return found, _Written(adds, rewrite, upserted)
 
     def _keyed_source(self, src: DataFrame) -> DataFrame:
         """The probe's source: each source row's key (long; rows without one left out), the
