@@ -137,6 +137,12 @@ def test_one_pass_upsert_of_only_new_keys_rewrites_nothing(
     metrics = _metrics(path)
     assert (metrics["numTargetFilesRemoved"], metrics["numTargetRowsInserted"]) == (0, 3)
     assert len(_rows(spark, path)) == 43
+    # the read of files without matches yields nothing, and no empty file is added for it
+    version = DeltaLog(path).snapshot().version
+    commit = (Path(path) / "_delta_log" / f"{version:020d}.json").read_text().splitlines()
+    adds = [json.loads(line)["add"] for line in commit if '"add"' in line]
+    records = [json.loads(a["stats"])["numRecords"] for a in adds]
+    assert sum(records) == 3 and min(records) > 0
 
 
 @pytest.mark.long  # slow: CI's second step

@@ -17,7 +17,13 @@ from delta_pyspark.core.snapshot.snapshot import Snapshot
 from delta_pyspark.core.transaction.optimistic_transaction import Transaction
 from delta_pyspark.spark.commands.merge.common import _several_matches, _union
 from delta_pyspark.spark.commands.merge.state import _MergeState
-from delta_pyspark.spark.commands.rewrite import discard_files, elapsed_ms, files_by_uri, write_rows
+from delta_pyspark.spark.commands.rewrite import (
+    discard_files,
+    elapsed_ms,
+    files_by_uri,
+    without_empty_files,
+    write_rows,
+)
 from delta_pyspark.spark.files.scan import read_files
 from delta_pyspark.spark.jvm.helpers import KeyProbe
 
@@ -78,6 +84,7 @@ class _OnePass(_MergeState):
             if shared:
                 raise _several_matches()
             return None
+        adds = without_empty_files(snapshot, adds)
         touched = files_by_uri(snapshot, candidates, unmatched.touched())
         removes = remove_actions(touched)
         txn.remove_files(removes)
