@@ -389,3 +389,32 @@ def test_stats_columns_property_names_logical_columns(
     assert set(stats["nullCount"]) == {physical["b"], physical["c"]}
     rows = spark.read.format("delta").load(path).where("b = 50").collect()
     assert [tuple(r) for r in rows] == [(5, 50, "b")]
+
+
+def test_local_writes_compute_no_checksums_and_leave_the_sessions_file_system_alone(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A Delta write on the local disk goes through Hadoop's raw local file system: no
+    ``.crc`` file is computed beside the staged files (a table's files carry none), while
+    the session's own Parquet writes keep theirs."""
+    import delta_pyspark.spark.files.write as write
+
+    staged: list[str] = []
+    adopt = write._adopt_files
+
+    def listing_staging(staging: str, *args: Any, **kwargs: Any) -> Any:
+        staged.extend(p.name for p in Path(staging).rglob("*") if p.is_file())
+        return adopt(staging, *args, **kwargs)
+
+    monkeypatch.setattr(write, "_adopt_files", listing_staging)
+    table = str(tmp_path / "t")
+    spark.range(100).selectExpr("id", "id % 2 AS p").write.format("delta").partitionBy("p").save(
+        table
+    )
+    assert len([n for n in staged if n.endswith(".parquet")]) >= 2
+    assert [n for n in staged if n.endswith(".crc")] == []
+    data = [p.name for p in Path(table).rglob("*") if p.is_file() and "_delta_log" not in p.parts]
+    assert data and all(n.endswith(".parquet") and not n.startswith(".") for n in data)
+    assert rows(spark.read.format("delta").load(table)) == [(i, i % 2) for i in range(100)]
+    spark.range(10).write.parquet(str(tmp_path / "plain"))
+    assert any(n.endswith(".crc") for n in os.listdir(tmp_path / "plain"))
