@@ -1,6 +1,7 @@
 """MERGE with deletion vectors whose phase 1 is a key probe (``merge/key_probe.py``): which
 merges take it, the rows it marks deleted and writes, the metrics, rows a vector already
-deletes, and its way out to the general path when a key matches several times."""
+deletes, its way out to the general path when a key matches several times, and a matched
+clause's condition evaluated on matched rows only."""
 
 from __future__ import annotations
 
@@ -295,3 +296,44 @@ def test_copy_on_write_upsert_into_files_with_vectors_keeps_their_rows(
     assert len(removes) == metrics["numTargetFilesRemoved"] == 1  # the file holding 4 and 6
     assert (metrics["numTargetRowsUpdated"], metrics["numTargetRowsInserted"]) == (1, 1)
     assert metrics["numTargetRowsCopied"] == 8  # the file's ten rows but 4 (deleted) and 6
+
+
+@pytest.mark.parametrize("dv", [True, False], ids=["deletion-vectors", "copy-on-write"])
+def test_a_condition_failing_on_an_unmatched_source_row_fails_no_merge(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dv: bool
+):
+    """A matched clause's condition counts on matched rows only, as in delta-spark: a
+    division by zero on a source row matching nothing fails no merge (the probe, which
+    evaluates it on every source row, hands the merge to the general path), one on a
+    matched row fails the merge, which commits nothing."""
+    from pyspark.errors import ArithmeticException
+
+    built: list[bool] = []
+    original = MergeCommand._probe_for
+
+    def recorded(self: MergeCommand, *args: Any, **kwargs: Any) -> Any:
+        probe = original(self, *args, **kwargs)
+        built.append(probe is not None)
+        return probe
+
+    monkeypatch.setattr(MergeCommand, "_probe_for", recorded)
+    path = str(tmp_path / "t")
+    ids = list(range(0, 40, 2))
+    _table(spark, path, ids, dv=dv)
+
+    def merge(rows: list[tuple]) -> None:
+        source = spark.createDataFrame(rows, SCHEMA).alias("src")
+        table = DeltaTable.forPath(spark, path).alias("t")
+        table.merge(source, "t.id = src.id").whenMatchedDelete("10 / src.v > 1").execute()
+
+    merge([(2, 5, "a"), (3, 0, "b")])  # 3 matches nothing
+    assert built == [False]
+    expected = [(i, i * 10, f"s{i}") for i in ids if i != 2]
+    assert _rows(spark, path) == expected
+    assert _last_commit(path)[2]["numTargetRowsDeleted"] == 1
+    version = DeltaLog(path).snapshot().version
+    with pytest.raises(ArithmeticException, match="DIVIDE_BY_ZERO"):
+        merge([(4, 0, "c")])
+    assert built == [False, False]
+    assert DeltaLog(path).snapshot().version == version
+    assert _rows(spark, path) == expected

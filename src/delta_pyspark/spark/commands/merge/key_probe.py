@@ -145,9 +145,11 @@ class _KeyProbe(_MergeState):
         """Phase 1 by probe: the changed rows' positions and files, the counts per clause,
         the ids of the source rows that matched and of those that update. None when a key
         matched several times (a target row matched by several source rows, or a source row
-        matching several target rows): the general path then decides, as it does for any
-        merge."""
-        probe = KeyProbe.probe(self._keyed_source(src), self._probed_column(snapshot, schema))
+        matching several target rows) or a matched clause's condition failed on a source row
+        (``_probe_for``): the general path then decides, as it does for any merge."""
+        probe = self._probe_for(snapshot, schema, src, rewrite=False)
+        if probe is None:
+            return None
         read_files(self.spark, snapshot, candidates, probe=probe).count()
         return self._matches_found(probe, snapshot, schema, candidates)
 
@@ -168,8 +170,9 @@ class _KeyProbe(_MergeState):
         (``_Matches.upserted``), every source row. Returns the matches (as
         ``_probe_matches``) and what was written, or nothing, with nothing left written,
         where ``_probe_matches`` gives None."""
-        keyed, column = self._keyed_source(src), self._probed_column(snapshot, schema)
-        probe = KeyProbe.rewrite(keyed, column, COPY) if rewrite else KeyProbe.probe(keyed, column)
+        probe = self._probe_for(snapshot, schema, src, rewrite)
+        if probe is None:
+            return None, None
         frames = [read_files(self.spark, snapshot, candidates, probe=probe)]
         if upserted:
             slots = self.spark.sparkContext.defaultParallelism
@@ -180,6 +183,24 @@ class _KeyProbe(_MergeState):
             discard_files(snapshot, adds)
             return None, None
         return found, _Written(adds, rewrite, upserted)
+
+    def _probe_for(
+        self, snapshot: Snapshot, schema: StructType, src: DataFrame, rewrite: bool
+    ) -> KeyProbe | None:
+        """The probe (``KeyProbe.rewrite`` with ``rewrite``, else ``KeyProbe.probe``) of the
+        keyed source, or None when a matched clause's condition fails on a source row (say
+        a division by zero under ANSI): building the probe evaluates the conditions on every
+        source row, while a merge evaluates them on matched rows only, so the general path
+        then decides, and fails only where a matched row fails."""
+        from pyspark.errors import PySparkException
+
+        keyed, column = self._keyed_source(src), self._probed_column(snapshot, schema)
+        try:
+            if rewrite:
+                return KeyProbe.rewrite(keyed, column, COPY)
+            return KeyProbe.probe(keyed, column)
+        except PySparkException:
+            return None
 
     def _keyed_source(self, src: DataFrame) -> DataFrame:
         """The probe's source: each source row's key (long; rows without one left out), the
