@@ -25,31 +25,34 @@ Scenarios:
 
 The other scenarios run ``MERGE ... ON t.id = src.id WHEN MATCHED UPDATE * WHEN NOT
 MATCHED INSERT *`` on both engines. Printed per scenario: wall times and their ratio
-ours / deltalake (target <= 1.0), files rewritten (removed) and added vs files in the
-table for each engine, the scan/rewrite phase split each engine records in its commit's
-``operationMetrics``, and a check that both tables end with the expected row count and
-``sum(v)`` (computed from the source).
+ours / deltalake (the target with deletion vectors: <= 1.0), files rewritten (removed) and
+added vs files in the table for each engine, the scan/rewrite phase split each engine
+records in its commit's ``operationMetrics``, and a check that both tables end with the
+expected row count and ``sum(v)`` (computed from the source).
 
 The source alias is ``src``; ``DELTA_BENCH_SOURCE_ALIAS=s`` names the source like the
 table's column ``s``, which once hid the key equality from our file pruning (now found
 whatever the aliases: ``tests/spark/commands/test_merge_one_pass.py`` merges ``AS s``).
 
-Each scenario also times plain Spark on the files ``deltalake``'s merge rewrote (best of
-``max(2, DELTA_BENCH_REPEATS)``): a broadcast join of their ``id`` column with the source's
-(the least any Spark merge does to find the matched rows) and, for copy-on-write, a read
-and write of those files as Parquet (the least it does to rewrite them). Their sum against
-``deltalake``'s merge shows how close to the target a Spark data path can get. For
-copy-on-write it also times the least a single Spark pass does: materialise the source (a
-local checkpoint, as a merge of a non-Delta source must) and rewrite the files in one
-broadcast left-outer join with it, inserting nothing; a merge does at least that much.
+Each scenario also times plain Spark on the files ``deltalake``'s merge rewrote (found by
+one untimed merge of its own first): a broadcast join of their ``id`` column with the
+source's (the least any Spark merge does to find the matched rows) and, for copy-on-write,
+a read and write of those files as Parquet (the least it does to rewrite them). Their sum
+against ``deltalake``'s merge shows how close to the target a Spark data path can get. For
+copy-on-write it also times the least a single Spark pass does (the one-pass floor, the
+copy-on-write target's baseline): materialise the source (a local checkpoint, as a merge of
+a non-Delta source must) and rewrite the files in one broadcast left-outer join with it,
+inserting nothing; a merge does at least that much.
 
-Each engine first runs each merge ``DELTA_BENCH_WARMUP_RUNS`` times (default 3) untimed,
-each on a fresh copy of the target, so the timed runs measure a warm process: for Spark,
-class loading, code generation and the JIT of its Parquet, join and write loops. (After
-one merge on a 1M-row table, the earlier warm-up, our timed clustered runs still fell from
-2.5 s to 1.3 s over five runs.) ``DELTA_BENCH_REPEATS`` (default 1) then times each merge
-that many times, each on a fresh copy of the target, and prints the best and every run
-(the ratio uses the best of each engine).
+The sides take turns (``benchmarks.turns``): each round runs our merge, ``deltalake``'s and
+the floors once each, every merge on a fresh copy of the target and every run after an
+``os.sync()``, so a slow spell of the machine falls on all of them alike.
+``DELTA_BENCH_WARMUP_RUNS`` rounds (default 3) come first, untimed, so the timed ones
+measure a warm process: for Spark, class loading, code generation and the JIT of its
+Parquet, join and write loops. (After one merge on a 1M-row table, the earlier warm-up, our
+timed clustered runs still fell from 2.5 s to 1.3 s over five runs.)
+``DELTA_BENCH_REPEATS`` rounds (default 1) are then timed; printed are each side's best,
+median and every run, and the ratios of the bests and of the medians.
 
 ``DELTA_BENCH_ROWS`` overrides the row count (default 10,000,000);
 ``DELTA_BENCH_FILES`` the number of files in the target (default 48);
@@ -62,7 +65,10 @@ import os
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from typing import Any
+
+from benchmarks.turns import ratio, spread, taking_turns, timed
 
 ROWS = int(os.environ.get("DELTA_BENCH_ROWS", "10000000"))
 FILES = int(os.environ.get("DELTA_BENCH_FILES", "48"))
@@ -191,21 +197,16 @@ def _merge_theirs(path: str, src_path: str, conditional: bool) -> float:
     return time.perf_counter() - start
 
 
-def _timed(run: Any, base: str, path: str) -> list[float]:
-    """``REPEATS`` timings of ``run(path)`` after ``WARMUP_RUNS`` untimed ones, each on a
-    fresh copy of ``base``; the last copy is left in place."""
-    times = []
-    for i in range(WARMUP_RUNS + REPEATS):
+def _on_copy(merge: Callable[[str], float], base: str, path: str) -> Callable[[], float]:
+    """``merge(path)`` on a fresh copy of ``base`` (the copy not timed); the last copy is
+    left in place."""
+
+    def run() -> float:
         shutil.rmtree(path, ignore_errors=True)
         shutil.copytree(base, path)
-        elapsed = run(path)
-        if i >= WARMUP_RUNS:
-            times.append(elapsed)
-    return times
+        return merge(path)
 
-
-def _spread(times: list[float]) -> str:
-    return "" if len(times) == 1 else f" (runs {', '.join(f'{t:.2f}' for t in times)})"
+    return run
 
 
 def _run(spark: Any, work: str, base: str, scenario: str) -> None:
@@ -216,28 +217,31 @@ def _run(spark: Any, work: str, base: str, scenario: str) -> None:
     src_path = f"{work}/source_{scenario}.parquet"
     n_source, expected = _source(src_path, scenario)
     conditional = _conditional(scenario)
+    cow = not scenario.endswith("-dv")
     ours, theirs = f"{work}/ours_{scenario}", f"{work}/theirs_{scenario}"
     files_in_table = DeltaLog(base).snapshot().num_files
-    t_ours = _timed(lambda p: _merge_ours(spark, p, src_path, conditional), base, ours)
-    m_ours = DeltaLog(ours).history(1)[0]["operationMetrics"]
-    t_rs = _timed(lambda p: _merge_theirs(p, src_path, conditional), base, theirs)
-    m_rs = deltalake.DeltaTable(theirs).history(1)[0]["operationMetrics"]
-
+    merge_theirs = _on_copy(lambda p: _merge_theirs(p, src_path, conditional), base, theirs)
+    merge_theirs()  # untimed: which files its merge rewrites, for the floors
     rewritten = _rewritten_by_theirs(base, theirs)
-    floor_match = _timed_floor(lambda: _spark_match(spark, rewritten, src_path))
-    floor_copy = (
-        None
-        if scenario.endswith("-dv")
-        else _timed_floor(lambda: _spark_copy(spark, rewritten, work))
-    )
-    one_pass = (
-        None if scenario.endswith("-dv") else _timed_one_pass(spark, rewritten, src_path, work)
-    )
+    cow = cow and bool(rewritten)  # the copy-on-write floors rewrite these files
+    sides: dict[str, Callable[[], float]] = {
+        "ours": _on_copy(lambda p: _merge_ours(spark, p, src_path, conditional), base, ours),
+        "deltalake": merge_theirs,
+        "match": lambda: timed(lambda: _spark_match(spark, rewritten, src_path)),
+    }
+    materialised: list[float] = []
+    if cow:
+        sides["copy"] = lambda: timed(lambda: _spark_copy(spark, rewritten, work))
+        sides["one pass"] = lambda: _one_pass(spark, rewritten, src_path, work, materialised)
+    times = taking_turns(sides, REPEATS, WARMUP_RUNS)
+    m_ours = DeltaLog(ours).history(1)[0]["operationMetrics"]
+    m_rs = deltalake.DeltaTable(theirs).history(1)[0]["operationMetrics"]
+    t_ours, t_rs = times["ours"], times["deltalake"]
 
     got_ours, got_rs = _ours_totals(spark, ours), _theirs_totals(theirs)
     ours_by_rs = _theirs_totals(ours)  # deltalake reads our result (vectors included)
     ok = got_ours == got_rs == ours_by_rs == expected
-    best_ours, best_rs = min(t_ours), min(t_rs)
+    best_rs = min(t_rs)
 
     print(
         f"-- {scenario}: source {n_source:,} rows ({n_source // 2:,} matching + "
@@ -249,8 +253,8 @@ def _run(spark: Any, work: str, base: str, scenario: str) -> None:
         )
     )
     print(
-        f"   merge    ours {best_ours:7.2f}s{_spread(t_ours)}  deltalake {best_rs:7.2f}s"
-        f"{_spread(t_rs)}  ratio {best_ours / best_rs:.3f}  (target <= 1.0)"
+        f"   merge    ours {min(t_ours):7.2f}s{spread(t_ours)}  deltalake {best_rs:7.2f}s"
+        f"{spread(t_rs)}  {ratio(t_ours, t_rs)}  (target <= 1.0)"
     )
     print(
         f"   files    ours rewrote {m_ours['numTargetFilesRemoved']} / {files_in_table} "
@@ -270,23 +274,23 @@ def _run(spark: Any, work: str, base: str, scenario: str) -> None:
         f"deltalake scan {m_rs.get('scan_time_ms')} ms, rewrite {m_rs.get('rewrite_time_ms')} ms"
         " (last run of each)"
     )
-    print(
-        f"   floor    plain Spark on the {len(rewritten)} files deltalake rewrote: joining their "
-        f"ids with the source's {floor_match:.2f}s"
-        + (
-            ""
-            if floor_copy is None
-            else f", copying them (read + write Parquet) {floor_copy:.2f}s; their sum "
-            f"{floor_match + floor_copy:.2f}s is {(floor_match + floor_copy) / best_rs:.2f}x "
-            "deltalake's whole merge"
+    match = min(times["match"])
+    floor = f"joining their ids with the source's {match:.2f}s"
+    if cow:
+        copy = min(times["copy"])
+        floor += (
+            f", copying them (read + write Parquet) {copy:.2f}s; their sum "
+            f"{match + copy:.2f}s is {(match + copy) / best_rs:.2f}x deltalake's whole merge"
         )
-    )
-    if one_pass is not None:
-        materialised, whole = one_pass
+    print(f"   floor    plain Spark on the {len(rewritten)} files deltalake rewrote: {floor}")
+    if cow:
+        whole = times["one pass"]
         print(
-            f"   one pass plain Spark materialising the source ({materialised:.2f}s) and "
-            f"rewriting the {len(rewritten)} files in one broadcast left-outer join with it, "
-            f"inserting nothing: {whole:.2f}s, {whole / best_rs:.2f}x deltalake's whole merge"
+            f"   one pass plain Spark materialising the source ({min(materialised):.2f}s at "
+            f"best) and rewriting the {len(rewritten)} files in one broadcast left-outer join "
+            f"with it, inserting nothing: {min(whole):.2f}s{spread(whole)}, "
+            f"{min(whole) / best_rs:.2f}x deltalake's whole merge; ours / one pass: "
+            f"{ratio(t_ours, whole)} (target <= 1.1)"
         )
     print(
         f"   rows     ours updated {m_ours['numTargetRowsUpdated']} inserted "
@@ -312,17 +316,6 @@ def _rewritten_by_theirs(base: str, theirs: str) -> list[str]:
     return sorted(f"{base}/{p}" for p in paths(base) - paths(theirs))
 
 
-def _timed_floor(run: Any) -> float:
-    """Best of ``REPEATS`` (at least 2: the first run of a new plan shape pays for its JIT)
-    timings of ``run()``."""
-    times = []
-    for _ in range(max(2, REPEATS)):
-        start = time.perf_counter()
-        run()
-        times.append(time.perf_counter() - start)
-    return min(times)
-
-
 def _spark_match(spark: Any, files: list[str], src_path: str) -> None:
     """The least a Spark merge does to find the matched rows: a broadcast join of the
     files' ids with the source's."""
@@ -342,37 +335,31 @@ def _spark_copy(spark: Any, files: list[str], work: str) -> None:
     shutil.rmtree(out, ignore_errors=True)
 
 
-def _timed_one_pass(
-    spark: Any, files: list[str], src_path: str, work: str
-) -> tuple[float, float] | None:
-    """Best of ``max(2, REPEATS)`` runs of the least one Spark pass over ``files`` does for
-    a copy-on-write merge: (seconds materialising the source, seconds in all). None
-    without files."""
+def _one_pass(
+    spark: Any, files: list[str], src_path: str, work: str, materialised: list[float]
+) -> float:
+    """The seconds of the least one Spark pass over ``files`` does for a copy-on-write
+    merge; the seconds it spent materialising the source are appended to ``materialised``."""
     from pyspark.sql import functions as F
 
-    if not files:
-        return None
     out = f"{work}/floor_one_pass"
-    runs = []
-    for _ in range(max(2, REPEATS)):
-        shutil.rmtree(out, ignore_errors=True)
-        start = time.perf_counter()
-        marked = spark.read.parquet(src_path).withColumn("mark", F.monotonically_increasing_id())
-        source = marked.localCheckpoint()
-        materialised = time.perf_counter() - start
-        target = spark.read.parquet(*files)
-        joined = target.alias("t").join(
-            F.broadcast(source.alias("s")), F.col("t.id") == F.col("s.id"), "left_outer"
-        )
-        matched = F.col("s.mark").isNotNull()
-        values = [
-            F.when(matched, F.col(f"s.{c}")).otherwise(F.col(f"t.{c}")).alias(c)
-            for c in target.columns
-        ]
-        joined.select(*values).write.parquet(out)
-        runs.append((materialised, time.perf_counter() - start))
     shutil.rmtree(out, ignore_errors=True)
-    return min(runs, key=lambda run: run[1])
+    start = time.perf_counter()
+    marked = spark.read.parquet(src_path).withColumn("mark", F.monotonically_increasing_id())
+    source = marked.localCheckpoint()
+    materialised.append(time.perf_counter() - start)
+    target = spark.read.parquet(*files)
+    joined = target.alias("t").join(
+        F.broadcast(source.alias("s")), F.col("t.id") == F.col("s.id"), "left_outer"
+    )
+    matched = F.col("s.mark").isNotNull()
+    values = [
+        F.when(matched, F.col(f"s.{c}")).otherwise(F.col(f"t.{c}")).alias(c) for c in target.columns
+    ]
+    joined.select(*values).write.parquet(out)
+    elapsed = time.perf_counter() - start
+    shutil.rmtree(out, ignore_errors=True)
+    return elapsed
 
 
 def _write_target(spark: Any, path: str, rows: int, files: int, dv: bool) -> None:

@@ -11,7 +11,11 @@ and the same shuffle partitions, one side at a time. Sections (``--only a,b``):
   sides taking turns at each repetition). The sides' answers must be equal: a query whose
   rows differ is reported as a failure.
 - ``merge``: delta-spark's MERGE benchmark shapes on ``orders`` (insert-only, delete-only,
-  upsert) with 0.1%, 1%, 10% and 50% of its rows in the source, each on a fresh copy.
+  upsert) with 0.1%, 1%, 10% and 50% of its rows in the source; then the 10% upsert on a
+  composite key, on a string key, with conditional clauses, and with deletion vectors
+  (unconditional and conditional). Each merge runs on a fresh copy (best of ``--repeat``,
+  the sides taking turns); the sides' merged tables must agree (a digest of rows, keys and
+  sums).
 - ``dml``: DELETE and UPDATE of 10% of ``orders``, copy-on-write and with deletion vectors.
 - ``optimize``: OPTIMIZE of ``orders`` written as 1,000 small files; Z-order of ``orders``
   by (o_custkey, o_orderdate).
@@ -107,9 +111,11 @@ class Sides:
         for side in ("ours", "delta-spark"):
             self.timed(side, ops)
 
-    def orders_copy(self, side: str, repartition: int | None = None) -> str:
+    def orders_copy(
+        self, side: str, repartition: int | None = None, sql: str = "SELECT * FROM src_orders"
+    ) -> str:
         path = self.path(side, "orders")
-        op: Op = {"op": "write", "sql": "SELECT * FROM src_orders", "path": path}
+        op: Op = {"op": "write", "sql": sql, "path": path}
         if repartition:
             op["repartition"] = repartition
         self.timed(side, [op])
@@ -181,23 +187,82 @@ def _merge_source(shape: str, percent: float) -> tuple[str, list[dict[str, str]]
     ]
 
 
-def run_merge(sides: Sides) -> None:
-    _header("MERGE into orders (% of its rows in the source)")
+#: the upsert of 10% of the rows in shapes beyond delta-spark's matrix: (name, condition,
+#: clauses (None: the upsert's), deletion vectors); the string key is ``o_orderkey`` as text,
+#: in a column ``o_key`` of the target and of the source (``_STRING_KEY``)
+_KEY = "t.o_orderkey = s.o_orderkey"
+_STRING_KEY = "SELECT concat('order-', o_orderkey) AS o_key, * FROM ({})"
+_CONDITIONAL = [
+    {"when": "matched", "action": "updateAll", "condition": "s.o_orderstatus = 'F'"},
+    {"when": "matched", "action": "delete", "condition": "s.o_orderstatus = 'O'"},
+    {"when": "notMatched", "action": "insertAll", "condition": "s.o_totalprice > 100000"},
+]
+_MORE_SHAPES: tuple[tuple[str, str, list[dict[str, str]] | None, bool], ...] = (
+    ("composite key", f"{_KEY} AND t.o_custkey = s.o_custkey", None, False),
+    ("string key", "t.o_key = s.o_key", None, False),
+    ("conditional clauses", _KEY, _CONDITIONAL, False),
+    ("deletion vectors", _KEY, None, True),
+    ("conditional, deletion vectors", _KEY, _CONDITIONAL, True),
+)
+
+
+def _merged(sides: Sides, side: str, path: str) -> list[Result]:
+    """A digest of the merged table (rows, keys, sums), compared across the sides."""
+    digest = (
+        "SELECT count(*), count(DISTINCT o_orderkey), sum(o_totalprice), "
+        f"sum(pmod(xxhash64(o_comment, o_orderstatus), 1000000007)) FROM delta.`{path}`"
+    )
+    return sides.timed(side, [{"op": "sql", "sql": digest}])[1]
+
+
+def _merge_case(
+    sides: Sides,
+    name: str,
+    target: str,
+    sql: str,
+    condition: str,
+    clauses: list[dict[str, str]],
+    vectors: bool,
+    repeat: int,
+) -> None:
+    """Time one MERGE on each side, each run into a fresh copy of ``target``'s rows (best
+    of ``repeat``, the sides taking turns), and check both sides end with the same table."""
+    times: dict[str, list[float]] = {"ours": [], "delta-spark": []}
+    digests = {}
+    for _ in range(repeat):
+        for side, took in times.items():
+            path = sides.orders_copy(side, sql=target)
+            if vectors:
+                enable = f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ({VECTORS_ON})"
+                sides.timed(side, [{"op": "sql", "sql": enable}])
+            op: Op = {
+                "op": "merge",
+                "path": path,
+                "source": {"sql": sql},
+                "condition": condition,
+                "clauses": clauses,
+            }
+            took.append(sides.timed(side, [op])[0])
+            digests[side] = _merged(sides, side, path)
+        if digests["ours"] != digests["delta-spark"]:
+            raise RuntimeError(f"MERGE {name}: the sides' tables differ: {digests}")
+    _row(name, min(times["ours"]), min(times["delta-spark"]))
+
+
+def run_merge(sides: Sides, repeat: int) -> None:
+    _header(f"MERGE into orders, % of its rows (best of {repeat})")
     for shape in ("insert-only", "delete-only", "upsert"):
         for percent in (0.1, 1.0, 10.0, 50.0):
             sql, clauses = _merge_source(shape, percent)
-            times = {}
-            for side in ("ours", "delta-spark"):
-                path = sides.orders_copy(side)
-                op: Op = {
-                    "op": "merge",
-                    "path": path,
-                    "source": {"sql": sql},
-                    "condition": "t.o_orderkey = s.o_orderkey",
-                    "clauses": clauses,
-                }
-                times[side], _ = sides.timed(side, [op])
-            _row(f"{shape} {percent:g}%", times["ours"], times["delta-spark"])
+            target = "SELECT * FROM src_orders"
+            _merge_case(sides, f"{shape} {percent:g}%", target, sql, _KEY, clauses, False, repeat)
+    upsert, upsert_clauses = _merge_source("upsert", 10.0)
+    for name, condition, conditional, vectors in _MORE_SHAPES:
+        target, sql = "SELECT * FROM src_orders", upsert
+        if "o_key" in condition:
+            target, sql = _STRING_KEY.format(target), _STRING_KEY.format(upsert)
+        clauses = conditional or upsert_clauses
+        _merge_case(sides, f"upsert 10%, {name}", target, sql, condition, clauses, vectors, repeat)
 
 
 def run_dml(sides: Sides) -> None:
@@ -291,7 +356,7 @@ def main(argv: list[str] | None = None) -> None:
         sides.sources(data)
         sections: dict[str, Callable[[], None]] = {
             "tpch": lambda: run_tpch(sides, data, options.repeat),
-            "merge": lambda: run_merge(sides),
+            "merge": lambda: run_merge(sides, options.repeat),
             "dml": lambda: run_dml(sides),
             "optimize": lambda: run_optimize(sides),
             "log": lambda: run_log(sides, max(options.repeat, 3)),

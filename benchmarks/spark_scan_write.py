@@ -9,8 +9,8 @@ measured in the same run:
   of the files in the table (through the planner, ``scan_report``).
 
 ``DELTA_BENCH_ROWS`` overrides the row count (default 10,000,000); ``DELTA_BENCH_RUNS`` the
-rounds each pair takes turns for (default 5; the best and the median of each are printed,
-with the ratios of both).
+rounds each pair takes turns for (``benchmarks.turns``; default 5; the best and the median
+of each are printed, with the ratios of both).
 """
 
 from __future__ import annotations
@@ -18,38 +18,26 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-import time
 from collections.abc import Callable
+
+from benchmarks.turns import best_median, ratio, taking_turns, timed
 
 ROWS = int(os.environ.get("DELTA_BENCH_ROWS", "10000000"))
 RUNS = int(os.environ.get("DELTA_BENCH_RUNS", "5"))
 
 
-def _taking_turns(
-    first: Callable[[], object], second: Callable[[], object], runs: int = RUNS
-) -> tuple[tuple[float, float], tuple[float, float]]:
-    """(best, median) times of ``first`` and of ``second`` over ``runs`` rounds, taking
-    turns, so that warm-up and load on the machine fall on both alike. The median too: one
-    lucky run of either side moves the best by as much as 15% on this machine."""
-    times: tuple[list[float], list[float]] = ([], [])
-    for _ in range(runs):
-        for fn, out in zip((first, second), times, strict=True):
-            start = time.perf_counter()
-            fn()
-            out.append(time.perf_counter() - start)
-    first_times, second_times = (sorted(t) for t in times)
-    return (
-        (first_times[0], first_times[runs // 2]),
-        (second_times[0], second_times[runs // 2]),
-    )
+def _taking_turns(first: Callable[[], object], second: Callable[[], object]) -> list[list[float]]:
+    """The timings of ``first`` and of ``second`` over ``RUNS`` rounds, taking turns."""
+    times = taking_turns({"first": lambda: timed(first), "second": lambda: timed(second)}, RUNS)
+    return [times["first"], times["second"]]
 
 
-def _ratios(name: str, delta: tuple[float, float], parquet: tuple[float, float]) -> str:
+def _ratios(name: str, delta: list[float], parquet: list[float]) -> str:
     """One line: best and median of each side, and the ratios of both."""
+    (best, median), (pq_best, pq_median) = best_median(delta), best_median(parquet)
     return (
-        f"{name} delta {delta[0]:6.2f}s (median {delta[1]:.2f})  parquet {parquet[0]:6.2f}s "
-        f"(median {parquet[1]:.2f})  ratio of best {delta[0] / parquet[0]:.3f}, of medians "
-        f"{delta[1] / parquet[1]:.3f}  (target <= 1.0)"
+        f"{name} delta {best:6.2f}s (median {median:.2f})  parquet {pq_best:6.2f}s "
+        f"(median {pq_median:.2f})  {ratio(delta, parquet)}  (target <= 1.0)"
     )
 
 
