@@ -26,18 +26,22 @@ ROWS = int(os.environ.get("DELTA_BENCH_ROWS", "10000000"))
 RUNS = int(os.environ.get("DELTA_BENCH_RUNS", "5"))
 
 
-def _taking_turns(first: Callable[[], object], second: Callable[[], object]) -> list[list[float]]:
-    """The timings of ``first`` and of ``second`` over ``RUNS`` rounds, taking turns."""
-    times = taking_turns({"first": lambda: timed(first), "second": lambda: timed(second)}, RUNS)
-    return [times["first"], times["second"]]
+def _taking_turns(
+    parquet: Callable[[], object], delta: Callable[[], object]
+) -> dict[str, list[float]]:
+    """The timings of each over ``RUNS`` rounds, taking turns (the Parquet side first)."""
+    return taking_turns({"parquet": lambda: timed(parquet), "delta": lambda: timed(delta)}, RUNS)
 
 
-def _ratios(name: str, delta: list[float], parquet: list[float]) -> str:
+def _ratios(name: str, times: dict[str, list[float]]) -> str:
     """One line: best and median of each side, and the ratios of both."""
-    (best, median), (pq_best, pq_median) = best_median(delta), best_median(parquet)
+    (best, median), (pq_best, pq_median) = (
+        best_median(times["delta"]),
+        best_median(times["parquet"]),
+    )
     return (
         f"{name} delta {best:6.2f}s (median {median:.2f})  parquet {pq_best:6.2f}s "
-        f"(median {pq_median:.2f})  {ratio(delta, parquet)}  (target <= 1.0)"
+        f"(median {pq_median:.2f})  {ratio(times['delta'], times['parquet'])}  (target <= 1.0)"
     )
 
 
@@ -75,7 +79,7 @@ def main() -> None:
             n[0] += 1
             source.write.format("delta").save(f"{work}/delta{n[0]}")
 
-        t_pq_write, t_delta_write = _taking_turns(write_parquet, write_delta)
+        writes = _taking_turns(write_parquet, write_delta)
         table = f"{work}/delta{n[0]}"
         files = [
             os.path.join(d, f) for d, _, fs in os.walk(table) for f in fs if f.endswith(".parquet")
@@ -91,7 +95,7 @@ def main() -> None:
 
         agg_parquet()
         agg_delta()  # warm both
-        t_pq_read, t_delta_read = _taking_turns(agg_parquet, agg_delta)
+        reads = _taking_turns(agg_parquet, agg_delta)
 
         snapshot = DeltaLog(table).snapshot()
         lo = ROWS // 2
@@ -100,8 +104,8 @@ def main() -> None:
         report = scan_report(df)
 
         print(f"rows: {ROWS:,}; data files: {snapshot.num_files}")
-        print(_ratios("append  ", t_delta_write, t_pq_write))
-        print(_ratios("full agg", t_delta_read, t_pq_read))
+        print(_ratios("append  ", writes))
+        print(_ratios("full agg", reads))
         print(
             f"skipping id in [{lo}, {lo + 1000}): files read {report.files_scanned} / "
             f"{report.files_total} (skipped {report.files_skipped}); rows matched {matched}"
