@@ -38,19 +38,21 @@ def test_drop_keys_keeps_the_other_rows_in_order(
     monkeypatch.setattr(log_replay, "_MAX_CHUNKS", max_chunks)
     table = _files(10, 3)
     keys = pa.array([f"f{i}\x00" for i in dropped], pa.string())
-    out = log_replay._drop_keys(table, keys)
+    out, mask = log_replay._drop_keys(table, keys)
     assert out.column("path").to_pylist() == [f"f{i}" for i in range(10) if i not in dropped]
     assert out.schema == table.schema
+    assert mask is not None and mask.to_pylist() == [i in dropped for i in range(10)]
 
 
 def test_drop_keys_without_hits_returns_the_table() -> None:
     table = _files(10, 3)
-    assert log_replay._drop_keys(table, pa.array(["nope\x00"], pa.string())) is table
+    out, mask = log_replay._drop_keys(table, pa.array(["nope\x00"], pa.string()))
+    assert out is table and mask is None
 
 
 def test_drop_keys_does_not_copy_the_kept_rows() -> None:
     table = _files(1000, 1)
-    out = log_replay._drop_keys(table, pa.array(["f500\x00"], pa.string()))
+    out, _ = log_replay._drop_keys(table, pa.array(["f500\x00"], pa.string()))
     assert out.num_rows == 999
     kept = out.column("path").chunks
     source = table.column("path").chunk(0).buffers()[2]

@@ -56,6 +56,9 @@ class TableState:
     # Rows the last ``apply`` appended at the end of ``files`` and ``tombstones``: the
     # rest was in the state it was applied to (incremental validation checks only these).
     appended: tuple[int, int] = field(default=(0, 0), compare=False)
+    # The rows of the previous state's ``files`` the last ``apply`` dropped (a mask over
+    # them; None: none): ``files`` is the rest of them, in order, then the appended rows.
+    dropped: pa.BooleanArray | None = field(default=None, compare=False)
 
     def apply(self, version: int, commits: Iterable[CommitActions] | CommitBatch) -> TableState:
         """The state after ``commits`` (in order): newest action per logical file wins."""
@@ -166,8 +169,8 @@ class TableState:
         """This state with ``others`` replaced, the ``touched`` keys' old rows dropped and
         the new rows appended."""
         protocol, metadata, txns, domains, commit_info = others
-        files = _drop_keys(self.files, touched)
-        tombstones = _drop_keys(self.tombstones, touched)
+        files, dropped = _drop_keys(self.files, touched)
+        tombstones, _ = _drop_keys(self.tombstones, touched)
         added_files = new_files.num_rows if new_files is not None else 0
         added_tombstones = new_tombstones.num_rows if new_tombstones is not None else 0
         if new_files is not None and added_files:
@@ -184,6 +187,7 @@ class TableState:
             tombstones,
             commit_info,
             (added_files, added_tombstones),
+            dropped,
         )
 
 
@@ -198,15 +202,17 @@ def _take_rows(table: pa.Table, rows: list[int]) -> pa.Table:
 _MAX_CHUNKS = 2048
 
 
-def _drop_keys(table: pa.Table, keys: pa.Array) -> pa.Table:
+def _drop_keys(table: pa.Table, keys: pa.Array) -> tuple[pa.Table, pa.BooleanArray | None]:
+    """``table`` without the rows of ``keys``, and the mask of the rows dropped (None: none)."""
     if len(keys) == 0 or table.num_rows == 0:
-        return table
+        return table, None
     hit = pc.is_in(table.column(KEY_COLUMN), value_set=keys)
     hits = pc.sum(hit).as_py() or 0
     if hits == 0:
-        return table  # e.g. commits that only add new files: no copy of the file list
+        return table, None  # e.g. commits that only add new files: no copy of the file list
+    hit = combined(hit)
     if table.column(KEY_COLUMN).num_chunks + hits > _MAX_CHUNKS:
-        return table.filter(pc.invert(hit))
+        return table.filter(pc.invert(hit)), hit
     # A commit removing a few of a million files: no copy of the million (the file list
     # is mostly strings, and a copy of it costs as much time as reading the checkpoint).
     pieces, start = [], 0
@@ -216,7 +222,7 @@ def _drop_keys(table: pa.Table, keys: pa.Array) -> pa.Table:
         start = row + 1
     if start < table.num_rows or not pieces:
         pieces.append(table.slice(start))
-    return pa.concat_tables(pieces)
+    return pa.concat_tables(pieces), hit
 
 
 def empty_state() -> TableState:

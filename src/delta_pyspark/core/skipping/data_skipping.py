@@ -38,8 +38,9 @@ from delta_pyspark.core.skipping.masks import (
     maybe,
     surely,
 )
+from delta_pyspark.core.stats.cache import StatsCache
 from delta_pyspark.core.stats.layout import has_min_max
-from delta_pyspark.core.stats.parsing import cast_tolerant, parse_stats, stats_from_parsed
+from delta_pyspark.core.stats.parsing import cast_tolerant, file_stats
 
 _IN_LIST_RANGE_LIMIT = 64  # larger IN lists are tested against their overall [min, max]
 
@@ -51,6 +52,7 @@ def may_match(
     partition_columns: Sequence[str],
     *,
     time_zone: str = "UTC",
+    parsed: StatsCache | None = None,
 ) -> pa.BooleanArray:
     """True for every file that may hold a row for which ``expr`` is TRUE.
 
@@ -58,6 +60,8 @@ def may_match(
     ``stats_parsed``; ``schema`` is the table schema (partition columns included) in the names
     the predicate, the stats and the partition values use. ``time_zone`` is the session time
     zone: it places naive timestamp literals and zone-less timestamp partition values.
+    ``parsed``: the parsed stats of these same files, asked instead of parsing them (a
+    snapshot's ``stats_cache``).
     """
     partitions = partition_filter_mask(expr, files, schema, partition_columns, time_zone=time_zone)
     ctx = _Context(files, schema, partition_columns, time_zone, use_stats=True)
@@ -68,15 +72,19 @@ def may_match(
     survivors = pc.indices_nonzero(partitions)
     if len(survivors) == 0:
         return partitions
-    if len(survivors) < files.num_rows:
-        subset = files.take(survivors)
-        ctx = _Context(subset, schema, partition_columns, time_zone, use_stats=True)
-    ctx.load_stats(expr)
+    rows = None if len(survivors) == files.num_rows else survivors
+    if rows is not None:
+        ctx = _Context(files.take(rows), schema, partition_columns, time_zone, use_stats=True)
+    columns = ctx.data_columns(expr)
+    if parsed is None:
+        ctx.stats = file_stats(ctx.files, schema, columns)
+    else:
+        ctx.stats = parsed.stats(schema, columns, rows)
     keep = materialise(ctx.eval(expr)[0], ctx.n)
     if ctx.stats is not None:  # a file with no rows matches nothing
         empty = pc.fill_null(pc.equal(pc.struct_field(ctx.stats, [0]), 0), False)
         keep = pc.and_(keep, pc.invert(empty))
-    if len(survivors) == files.num_rows:
+    if rows is None:
         return keep
     return pc.replace_with_mask(partitions, partitions, keep)
 
@@ -177,17 +185,14 @@ class _Context:
         return "data", tuple(resolved), typ
 
     def data_columns(self, expr: ex.Expr) -> list[tuple[str, ...]]:
-        """Schema paths of the non-partition columns the predicate uses."""
+        """Schema paths of the non-partition columns the predicate uses: the stats to parse
+        (with numRecords)."""
         wanted = []
         for path in ex.columns_of(expr):
             found = self.resolve(path)
             if found and found[0] == "data":
                 wanted.append(found[1])
         return wanted
-
-    def load_stats(self, expr: ex.Expr) -> None:
-        """Parse the stats of just the data columns the predicate uses (and numRecords)."""
-        self.stats = _file_stats(self.files, self.schema, self.data_columns(expr))
 
     def facts(self, path: tuple[str, ...]) -> _ColumnFacts | None:
         if path not in self._facts:
@@ -381,28 +386,6 @@ def _field(arr: pa.Array | None, *names: str) -> pa.Array | None:
             return None
         arr = pc.struct_field(arr, [idx])
     return arr
-
-
-def _file_stats(
-    files: pa.Table, schema: pa.Schema, columns: list[tuple[str, ...]]
-) -> pa.StructArray | None:
-    """Parsed stats for ``columns``: ``stats_parsed`` where present, else the ``stats`` JSON."""
-    names = files.column_names
-    if "stats_parsed" in names:
-        parsed = stats_from_parsed(files.column("stats_parsed"), schema, columns)
-        if "stats" not in names or parsed.null_count == 0:
-            return parsed
-        need = pc.and_(pc.is_null(parsed), pc.is_valid(files.column("stats").combine_chunks()))
-        if not pc.any(need).as_py():
-            return parsed
-        idx = pc.indices_nonzero(need)
-        extra = parse_stats(pc.take(files.column("stats").combine_chunks(), idx), schema, columns)
-        rank = pc.subtract(pc.cumulative_sum(pc.cast(need, pa.int64())), 1)
-        gather = pc.if_else(need, pc.add(rank, len(parsed)), pa.array(range(len(parsed))))
-        return pc.take(pa.concat_arrays([parsed, extra]), gather)
-    if "stats" in names:
-        return parse_stats(files.column("stats"), schema, columns)
-    return None
 
 
 def _str(arr: pa.Array) -> pa.Array:

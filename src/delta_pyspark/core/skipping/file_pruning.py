@@ -45,6 +45,7 @@ def prune_files(snapshot: Snapshot, predicate: Expr | None, time_zone: str = "UT
         to_arrow_schema(physical),
         parts,
         time_zone=time_zone,
+        parsed=snapshot.stats_cache,
     )
     return files.filter(mask)
 

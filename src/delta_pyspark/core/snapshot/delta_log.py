@@ -210,7 +210,7 @@ class DeltaLog:
         if not added:
             return snapshot
         state = snapshot.state.apply(segment.version, self._read_commits([s.path for s in added]))
-        return self._finish(state, segment, snapshot.state)
+        return self._finish(state, segment, snapshot)
 
     def apply_commits(
         self, snapshot: Snapshot, version: int, commits: list[CommitActions]
@@ -219,9 +219,7 @@ class DeltaLog:
         parsed in memory (a writer's winners and its own commit): no log re-read."""
         statuses = tuple(s for v, s in self.commit_files(snapshot.version + 1) if v <= version)
         state = snapshot.state.apply(version, commits)
-        return self._finish(
-            state, with_commits(snapshot.segment, version, statuses), snapshot.state
-        )
+        return self._finish(state, with_commits(snapshot.segment, version, statuses), snapshot)
 
     def with_pending(self, snapshot: Snapshot, commit: CommitActions) -> Snapshot:
         """``snapshot`` with ``commit`` applied as its next version, which is not committed:
@@ -229,7 +227,7 @@ class DeltaLog:
         version = snapshot.version + 1
         state = snapshot.state.apply(version, [commit])
         segment = with_commits(snapshot.segment, version, ())
-        return self._finish(state, segment, snapshot.state, pending=True)
+        return self._finish(state, segment, snapshot, pending=True)
 
     def _read_commit(self, path: str) -> CommitActions:
         return parse_actions(self._read_bytes(path), path)
@@ -269,11 +267,11 @@ class DeltaLog:
         self,
         state: TableState,
         segment: LogSegment,
-        base: TableState | None = None,
+        base: Snapshot | None = None,
         pending: bool = False,
     ) -> Snapshot:
-        """Check and wrap ``state``; ``base``: the validated state it was applied to;
-        ``pending``: its last version is not committed (``with_pending``)."""
+        """Check and wrap ``state``; ``base``: the validated snapshot whose state it was
+        applied to; ``pending``: its last version is not committed (``with_pending``)."""
         if state.protocol is None:
             raise CorruptLogError(
                 f"{self.table_root}: no protocol action found replaying version {state.version}"
@@ -288,8 +286,12 @@ class DeltaLog:
                 "schemaString"
             )
         check_readable(state.protocol, self.table_root, self.access_features)
-        snapshot = Snapshot(self.table_root, state, segment, self._timestamp_of(state, segment))
         incremental = base is not None and base.metadata == state.metadata
+        stats = None
+        if base is not None and incremental:  # the files that stayed keep their parsed stats
+            stats = base.stats_cache.carried(state.files, state.dropped)
+        timestamp = self._timestamp_of(state, segment)
+        snapshot = Snapshot(self.table_root, state, segment, timestamp, stats)
         validate_state(
             state,
             snapshot.schema,
@@ -419,8 +421,10 @@ class LogCacheInfo:
 
 
 def snapshot_bytes(snapshot: Snapshot) -> int:
-    """The estimate the cache counts: the Arrow buffers of the file and tombstone lists."""
-    return int(snapshot.state.files.nbytes + snapshot.state.tombstones.nbytes)
+    """The estimate the cache counts: the Arrow buffers of the file and tombstone lists and
+    of the parsed stats kept so far."""
+    state = snapshot.state
+    return int(state.files.nbytes + state.tombstones.nbytes + snapshot.stats_cache.nbytes)
 
 
 class _LogCache:

@@ -24,19 +24,28 @@ from delta_pyspark.core.protocol.actions import (
     SetTransaction,
 )
 from delta_pyspark.core.protocol.schema import StructType, parse_schema_string
+from delta_pyspark.core.stats.cache import StatsCache
 
 
 class Snapshot:
     """Table state at ``version``; ``timestamp`` is the commit time in ms since the epoch."""
 
     def __init__(
-        self, table_root: str, state: TableState, segment: LogSegment, timestamp: int
+        self,
+        table_root: str,
+        state: TableState,
+        segment: LogSegment,
+        timestamp: int,
+        stats_cache: StatsCache | None = None,
     ) -> None:
+        """``stats_cache``: the live files' parsed stats so far (carried from the snapshot
+        this one was made from); else an empty one."""
         assert state.protocol is not None and state.metadata is not None
         self.table_root = table_root.rstrip("/")
         self.state = state
         self.segment = segment
         self.timestamp = timestamp
+        self.stats_cache = stats_cache or StatsCache(state.files)
 
     @property
     def version(self) -> int:

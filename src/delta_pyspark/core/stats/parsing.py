@@ -9,7 +9,7 @@ the whole column; a Python loop only runs to isolate rows pyarrow rejects.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from decimal import Decimal, InvalidOperation, localcontext
 from typing import Any
 
@@ -50,6 +50,29 @@ def parse_stats(
     read_type = pa.struct([_json_field(f) for f in layout])
     raw = _read_json_documents(texts, read_type)
     return _finish(raw, layout, pc.and_(valid, pc.is_valid(raw)), adjust_bounds)
+
+
+def file_stats(
+    files: pa.Table, schema: pa.Schema, columns: Sequence[Path]
+) -> pa.StructArray | None:
+    """The stats of ``files`` (``add`` actions) for ``columns``: a checkpoint's ``stats_parsed``
+    where present, else the ``stats`` JSON; None when the files carry neither."""
+    names = files.column_names
+    if "stats_parsed" in names:
+        parsed = stats_from_parsed(files.column("stats_parsed"), schema, columns)
+        if "stats" not in names or parsed.null_count == 0:
+            return parsed
+        need = pc.and_(pc.is_null(parsed), pc.is_valid(files.column("stats").combine_chunks()))
+        if not pc.any(need).as_py():
+            return parsed
+        idx = pc.indices_nonzero(need)
+        extra = parse_stats(pc.take(files.column("stats").combine_chunks(), idx), schema, columns)
+        rank = pc.subtract(pc.cumulative_sum(pc.cast(need, pa.int64())), 1)
+        gather = pc.if_else(need, pc.add(rank, len(parsed)), pa.array(range(len(parsed))))
+        return pc.take(pa.concat_arrays([parsed, extra]), gather)
+    if "stats" in names:
+        return parse_stats(files.column("stats"), schema, columns)
+    return None
 
 
 def _bytes_found(texts: pa.Array, needles: tuple[bytes, ...], window: int = 64 << 20) -> set[bytes]:
