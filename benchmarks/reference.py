@@ -22,6 +22,9 @@ and the same shuffle partitions, one side at a time. Sections (``--only a,b``):
 - ``log``: the first DESCRIBE DETAIL (snapshot load with the file list) of a log-only table of
   1,000 commits of 100 files (``benchmarks.snapshot_load``'s table: a checkpoint every 10).
 - ``append``: latency of a one-row append to a 2,000-row table.
+- ``stream``: streaming throughput, one ``Trigger.AvailableNow`` run from a Delta copy of
+  ``lineitem`` into a new Delta table (best of ``--repeat``, the sides taking turns; the
+  sinks' rows and sums compared across the sides).
 
 Each ratio is ours / delta-spark (below 1: we are faster); TPC-H also shows ours / Parquet.
 """
@@ -49,7 +52,7 @@ from benchmarks.spark_session import bench_session
 from benchmarks.tpch_queries import QUERIES, TABLES
 from maven_jars import DELTA_SPARK, cache_dir, maven_jars
 
-SECTIONS = ("tpch", "merge", "dml", "optimize", "log", "append")
+SECTIONS = ("tpch", "merge", "dml", "optimize", "log", "append", "stream")
 #: the same on both sides: TPC-H's joins need more than the suite's two partitions
 SESSION = {"spark.driver.memory": "4g", "spark.sql.shuffle.partitions": "8"}
 ORDERS_COLUMNS = (
@@ -331,6 +334,36 @@ def run_append(sides: Sides, repeat: int) -> None:
     _row(f"one-row append (best of {repeat})", min(times["ours"]), min(times["delta-spark"]))
 
 
+def run_stream(sides: Sides, repeat: int) -> None:
+    """Streaming throughput: one ``Trigger.AvailableNow`` run reading a Delta copy of
+    ``lineitem`` (48 files) into a fresh Delta table, best of ``repeat``, the sides taking
+    turns; each run's sink must hold every source row, with the same sums on both sides."""
+    _header(f"streaming, Delta to Delta (best of {repeat})")
+    sources = {}
+    for side in ("ours", "delta-spark"):
+        sources[side] = sides.path(side, "lineitem")
+        copy: Op = {"op": "write", "sql": "SELECT * FROM src_lineitem", "repartition": 48}
+        sides.timed(side, [{**copy, "path": sources[side]}])
+    times: dict[str, list[float]] = {"ours": [], "delta-spark": []}
+    digests = {}
+    for _ in range(repeat):
+        for side, took in times.items():
+            sink = sides.path(side, "stream-sink")
+            run: Op = {"op": "stream", "source": sources[side], "target": sink}
+            took.append(sides.timed(side, [{**run, "checkpoint": f"{sink}-checkpoint"}])[0])
+            digest = (
+                "SELECT count(*), sum(l_quantity), sum(l_extendedprice), "
+                f"sum(pmod(xxhash64(l_comment), 1000000007)) FROM delta.`{sink}`"
+            )
+            digests[side] = sides.timed(side, [{"op": "sql", "sql": digest}])[1]
+        if digests["ours"] != digests["delta-spark"]:
+            raise RuntimeError(f"streaming: the sides' sinks differ: {digests}")
+    rows = digests["ours"][0]["ok"][0][0]
+    best = {side: min(took) for side, took in times.items()}
+    rates = ", ".join(f"{side} {rows / t / 1e6:.2f}" for side, t in best.items())
+    _row(f"lineitem, {rows:,} rows", best["ours"], best["delta-spark"], f"(M rows/s: {rates})")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scale", type=float, default=1.0, help="TPC-H scale factor")
@@ -361,6 +394,7 @@ def main(argv: list[str] | None = None) -> None:
             "optimize": lambda: run_optimize(sides),
             "log": lambda: run_log(sides, max(options.repeat, 3)),
             "append": lambda: run_append(sides, 5),
+            "stream": lambda: run_stream(sides, options.repeat),
         }
         for name in SECTIONS:
             if name in chosen:

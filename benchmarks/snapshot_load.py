@@ -17,7 +17,9 @@ With ``--files N`` (N > 0) a third, synthetic table is loaded the same way: a cl
 checkpoint of N files written directly with pyarrow in delta-spark's layout (JSON
 ``stats`` plus ``stats_parsed``/``partitionValues_parsed``), followed by 5 commits of 100
 adds and 20 removes (``benchmarks.synthetic_checkpoint``). The issue's target for
-N = 1,000,000 is an absolute one (under 10 s and 2 GiB), reported beside deltalake.
+N = 1,000,000 is an absolute one (under 10 s and 2 GiB), reported beside deltalake. With
+``--sidecars K`` that table has the ``v2Checkpoint`` feature and its checkpoint is a v2
+checkpoint whose files are in K sidecar files.
 
 Then, in one interpreter, the process-wide cache (``DeltaLog.for_table``): the time to
 re-resolve the latest snapshot of the unchanged table, and after one new commit of
@@ -26,6 +28,7 @@ table, so it runs last), beside an uncached load in that interpreter.
 
     python -m benchmarks snapshot_load
     python -m benchmarks snapshot_load --files 1000000     # also the 1,000,000-file table
+    python -m benchmarks snapshot_load --files 1000000 --sidecars 8   # as a v2 checkpoint
     python -m benchmarks.snapshot_load --commits 200 --keep /tmp/table
 """
 
@@ -341,7 +344,7 @@ def _build_in_subprocess(root: Path, commits: int, adds_per_commit: int) -> dict
     return json.loads(out.strip().splitlines()[-1])
 
 
-def _build_checkpointed_in_subprocess(root: Path, files: int) -> dict[str, Any]:
+def _build_checkpointed_in_subprocess(root: Path, files: int, sidecars: int) -> dict[str, Any]:
     out = subprocess.run(
         [
             sys.executable,
@@ -351,6 +354,8 @@ def _build_checkpointed_in_subprocess(root: Path, files: int) -> dict[str, Any]:
             str(root),
             "--files",
             str(files),
+            "--sidecars",
+            str(sidecars),
         ],
         check=True,
         capture_output=True,
@@ -359,12 +364,14 @@ def _build_checkpointed_in_subprocess(root: Path, files: int) -> dict[str, Any]:
     return dict(json.loads(out.strip().splitlines()[-1]))
 
 
-def _checkpointed_scenario(root: Path, files: int, repeat: int) -> dict[str, Any]:
-    """Build the synthetic checkpointed table of ``files`` files and measure its cold load."""
+def _checkpointed_scenario(root: Path, files: int, sidecars: int, repeat: int) -> dict[str, Any]:
+    """Build the synthetic checkpointed table of ``files`` files (a v2 checkpoint in
+    ``sidecars`` sidecars if > 0) and measure its cold load."""
     start = time.perf_counter()
-    info = _build_checkpointed_in_subprocess(root, files)
+    info = _build_checkpointed_in_subprocess(root, files, sidecars)
+    kind = f"v2 checkpoint in {sidecars} sidecars" if sidecars else "checkpoint"
     print(
-        f"built a {files:,}-file checkpoint (+ commits) in {time.perf_counter() - start:.1f}s; "
+        f"built a {files:,}-file {kind} (+ commits) in {time.perf_counter() - start:.1f}s; "
         f"_delta_log is {info['log_bytes'] / 2**20:.0f} MiB"
     )
     results = measure(root, None, repeat)
@@ -416,6 +423,7 @@ def run(
     repeat: int = 3,
     keep: Path | None = None,
     files: int = 0,
+    sidecars: int = 0,
 ) -> dict[str, Any]:
     tmp = Path(tempfile.mkdtemp(prefix="delta-bench-"))
     root = keep or tmp / "table"
@@ -440,7 +448,8 @@ def run(
             scenarios[name] = {"version": version, **results}
         if files > 0:
             large = root.with_name(f"{root.name}-checkpointed-{files}")
-            scenarios[f"checkpointed {files:,}"] = _checkpointed_scenario(large, files, repeat)
+            name = f"checkpointed {files:,}" + (f", v2 in {sidecars} sidecars" if sidecars else "")
+            scenarios[name] = _checkpointed_scenario(large, files, sidecars, repeat)
             if keep is None:
                 shutil.rmtree(large, ignore_errors=True)
         cached = _cached_in_subprocess(root, adds_per_commit, max(repeat, 5))
@@ -500,13 +509,23 @@ def main(argv: list[str] | None = None) -> None:
         default=0,
         help="also load a synthetic checkpointed table of this many files (e.g. 1000000)",
     )
+    parser.add_argument(
+        "--sidecars",
+        type=int,
+        default=0,
+        help="with --files: write that table's checkpoint as a v2 checkpoint in this many "
+        "sidecar files",
+    )
     parser.add_argument("--cached-only", type=Path, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--build-checkpointed", type=Path, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args([] if argv is None else argv)
     if args.build_checkpointed is not None:
         from benchmarks.synthetic_checkpoint import build_checkpointed_table
 
-        print(json.dumps(build_checkpointed_table(args.build_checkpointed, args.files)))
+        table = build_checkpointed_table(
+            args.build_checkpointed, args.files, sidecars=args.sidecars
+        )
+        print(json.dumps(table))
         return
     if args.cached_only is not None:
         print(json.dumps(measure_cached(args.cached_only, args.adds_per_commit, args.repeat)))
@@ -514,7 +533,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.build_only is not None:
         print(json.dumps(build_table(args.build_only, args.commits, args.adds_per_commit)))
         return
-    run(args.commits, args.adds_per_commit, args.repeat, args.keep, args.files)
+    run(args.commits, args.adds_per_commit, args.repeat, args.keep, args.files, args.sidecars)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ import pyarrow.parquet as pq
 
 from benchmarks.snapshot_load import SCHEMA
 from delta_pyspark.core.log.checkpoint import (
+    CHECKPOINT_METADATA_TYPE,
     CHECKPOINT_REMOVE_FIELDS,
     METADATA_TYPE,
     PROTOCOL_TYPE,
@@ -38,6 +39,14 @@ PARTITIONS = 100
 ROW_GROUP_ROWS = 262_144
 BASE_MS = 1_700_000_000_000
 CHECKPOINT_VERSION = 10
+SIDECAR_TYPE = pa.struct(
+    [
+        ("path", pa.string()),
+        ("sizeInBytes", pa.int64()),
+        ("modificationTime", pa.int64()),
+        ("tags", pa.map_(pa.string(), pa.string())),
+    ]
+)
 COMMITS_AFTER = 5
 ADDS_PER_COMMIT = 100
 REMOVES_PER_COMMIT = 20
@@ -181,9 +190,11 @@ def _single(typ: pa.DataType, row: dict[str, Any]) -> pa.Array:
     return pa.array([fixed], typ)
 
 
-def _write_checkpoint(log_dir: Path, version: int, files: int, seed: int) -> int:
-    rng = np.random.default_rng(seed)
-    protocol = {"minReaderVersion": 1, "minWriterVersion": 2}
+def _protocol_and_metadata(seed: int, v2: bool) -> tuple[dict[str, Any], dict[str, Any]]:
+    protocol: dict[str, Any] = {"minReaderVersion": 1, "minWriterVersion": 2}
+    if v2:
+        protocol = {"minReaderVersion": 3, "minWriterVersion": 7}
+        protocol |= {"readerFeatures": ["v2Checkpoint"], "writerFeatures": ["v2Checkpoint"]}
     metadata = {
         "id": str(uuid.UUID(int=seed)),
         "format": {"provider": "parquet", "options": {}},
@@ -192,29 +203,33 @@ def _write_checkpoint(log_dir: Path, version: int, files: int, seed: int) -> int
         "configuration": {"delta.checkpoint.writeStatsAsStruct": "true"},
         "createdTime": BASE_MS,
     }
+    return protocol, metadata
+
+
+def _write_file_actions(
+    path: Path,
+    rng: np.random.Generator,
+    first: int,
+    files: int,
+    version: int,
+    head: dict[str, pa.Array] | None = None,
+) -> None:
+    """Files ``first`` ... ``first + files - 1`` as ``add`` rows of a Parquet file (a
+    sidecar's columns: ``add``, ``remove``), in row groups of ``ROW_GROUP_ROWS``. ``head``:
+    a classic checkpoint's other actions, by column: their rows come first, and the file
+    gets their columns too."""
     remove_type = pa.struct([REMOVE_SCHEMA.field(n) for n in CHECKPOINT_REMOVE_FIELDS])
+    head_rows = len(next(iter(head.values()))) if head else 0
     writer: pq.ParquetWriter | None = None
-    path = log_dir / f"{version:020d}.checkpoint.parquet"
     try:
-        for first in range(0, files, ROW_GROUP_ROWS):
-            n = min(ROW_GROUP_ROWS, files - first)
-            add = _add_column(_columns(rng, first, n, version))
-            columns = {
-                "txn": pa.nulls(n, TXN_TYPE),
-                "add": add,
-                "remove": pa.nulls(n, remove_type),
-                "metaData": pa.nulls(n, METADATA_TYPE),
-                "protocol": pa.nulls(n, PROTOCOL_TYPE),
-            }
-            if first == 0:
-                head = {c: pa.nulls(2, a.type) for c, a in columns.items()}
-                head["protocol"] = pa.concat_arrays(
-                    [_single(PROTOCOL_TYPE, protocol), pa.nulls(1, PROTOCOL_TYPE)]
-                )
-                head["metaData"] = pa.concat_arrays(
-                    [pa.nulls(1, METADATA_TYPE), _single(METADATA_TYPE, metadata)]
-                )
-                columns = {c: pa.concat_arrays([head[c], a]) for c, a in columns.items()}
+        for start in range(first, first + files, ROW_GROUP_ROWS):
+            n = min(ROW_GROUP_ROWS, first + files - start)
+            add = _add_column(_columns(rng, start, n, version))
+            columns = {"add": add, "remove": pa.nulls(n, remove_type)}
+            columns |= {c: pa.nulls(n, rows.type) for c, rows in (head or {}).items()}
+            if head is not None and start == first:
+                before = {c: head.get(c, pa.nulls(head_rows, a.type)) for c, a in columns.items()}
+                columns = {c: pa.concat_arrays([before[c], a]) for c, a in columns.items()}
             table = pa.table(columns)
             if writer is None:
                 writer = pq.ParquetWriter(path, table.schema, compression="snappy")
@@ -222,13 +237,65 @@ def _write_checkpoint(log_dir: Path, version: int, files: int, seed: int) -> int
     finally:
         if writer is not None:
             writer.close()
-    hint = {"version": version, "size": files + 2, "sizeInBytes": path.stat().st_size}
-    (log_dir / "_last_checkpoint").write_text(json.dumps(hint | {"numOfAddFiles": files}))
-    return path.stat().st_size
 
 
-def _commit(log_dir: Path, version: int, files: int, seed: int) -> None:
-    """Adds of new files and removes of checkpointed ones (the first rows of each row group)."""
+def _write_checkpoint(log_dir: Path, version: int, files: int, seed: int, sidecars: int) -> Path:
+    """The checkpoint: classic, or with ``sidecars`` > 0 a v2 checkpoint whose files are in
+    that many sidecars. Returns the first file holding ``add`` rows."""
+    rng = np.random.default_rng(seed)
+    protocol, metadata = _protocol_and_metadata(seed, sidecars > 0)
+    actions = [_single(PROTOCOL_TYPE, protocol), _single(METADATA_TYPE, metadata)]
+    if sidecars == 0:
+        path = log_dir / f"{version:020d}.checkpoint.parquet"
+        head = {
+            "txn": pa.nulls(2, TXN_TYPE),
+            "metaData": pa.concat_arrays([pa.nulls(1, METADATA_TYPE), actions[1]]),
+            "protocol": pa.concat_arrays([actions[0], pa.nulls(1, PROTOCOL_TYPE)]),
+        }
+        _write_file_actions(path, rng, 0, files, version, head)
+        size, rows, adds_file = path.stat().st_size, files + 2, path
+    else:
+        (log_dir / "_sidecars").mkdir()
+        rows_of = [files // sidecars + (i < files % sidecars) for i in range(sidecars)]
+        parts = []
+        for i, n in enumerate(rows_of):
+            part = log_dir / "_sidecars" / f"{uuid.UUID(int=seed + i + 1)}.parquet"
+            _write_file_actions(part, rng, sum(rows_of[:i]), n, version)
+            parts.append(part)
+        sidecar_rows = [
+            {"path": p.name, "sizeInBytes": p.stat().st_size, "modificationTime": BASE_MS}
+            for p in parts
+        ]
+        k = len(sidecar_rows)
+        top = pa.table(
+            {
+                "protocol": pa.concat_arrays([actions[0], pa.nulls(k + 2, PROTOCOL_TYPE)]),
+                "metaData": pa.concat_arrays(
+                    [pa.nulls(1, METADATA_TYPE), actions[1], pa.nulls(k + 1, METADATA_TYPE)]
+                ),
+                "checkpointMetadata": pa.concat_arrays(
+                    [
+                        pa.nulls(2, CHECKPOINT_METADATA_TYPE),
+                        _single(CHECKPOINT_METADATA_TYPE, {"version": version}),
+                        pa.nulls(k, CHECKPOINT_METADATA_TYPE),
+                    ]
+                ),
+                "sidecar": pa.concat_arrays(
+                    [pa.nulls(3, SIDECAR_TYPE), pa.array(sidecar_rows, SIDECAR_TYPE)]
+                ),
+            }
+        )
+        path = log_dir / f"{version:020d}.checkpoint.{uuid.UUID(int=seed)}.parquet"
+        pq.write_table(top, path, compression="snappy")
+        size, rows, adds_file = sum(p.stat().st_size for p in [path, *parts]), k + 3, parts[0]
+    hint = {"version": version, "size": rows, "sizeInBytes": size, "numOfAddFiles": files}
+    (log_dir / "_last_checkpoint").write_text(json.dumps(hint))
+    return adds_file
+
+
+def _commit(log_dir: Path, version: int, files: int, seed: int, adds_file: Path) -> None:
+    """Adds of new files and removes of checkpointed ones (from ``adds_file``: the first rows
+    of each of its row groups)."""
     rng = np.random.default_rng(seed + version)
     k = version - CHECKPOINT_VERSION  # 1, 2, ...
     c = _columns(rng, files + (k - 1) * ADDS_PER_COMMIT, ADDS_PER_COMMIT, version)
@@ -246,7 +313,7 @@ def _commit(log_dir: Path, version: int, files: int, seed: int) -> None:
             "stats": stats[i],
         }
         lines.append({"add": add})
-    checkpoint = pq.ParquetFile(log_dir / f"{CHECKPOINT_VERSION:020d}.checkpoint.parquet")
+    checkpoint = pq.ParquetFile(adds_file)
     group = checkpoint.read_row_group(k % checkpoint.num_row_groups, columns=["add.path"])
     victims = [p for p in pc.struct_field(group.column("add"), "path").to_pylist() if p][
         (k - 1) * REMOVES_PER_COMMIT : k * REMOVES_PER_COMMIT
@@ -258,23 +325,26 @@ def _commit(log_dir: Path, version: int, files: int, seed: int) -> None:
     (log_dir / f"{version:020d}.json").write_text(text)
 
 
-def build_checkpointed_table(root: Path, files: int, seed: int = 42) -> dict[str, Any]:
+def build_checkpointed_table(
+    root: Path, files: int, seed: int = 42, sidecars: int = 0
+) -> dict[str, Any]:
     """A checkpoint of ``files`` adds at ``CHECKPOINT_VERSION``, then ``COMMITS_AFTER``
-    commits of ``ADDS_PER_COMMIT`` adds and ``REMOVES_PER_COMMIT`` removes each.
+    commits of ``ADDS_PER_COMMIT`` adds and ``REMOVES_PER_COMMIT`` removes each. With
+    ``sidecars`` > 0 the table has the ``v2Checkpoint`` feature and its checkpoint is a
+    v2 checkpoint whose files are in that many sidecar files.
 
     The commits up to the checkpoint are gone, as after metadata cleanup: readers
     start from the checkpoint.
     """
     log_dir = root / "_delta_log"
     log_dir.mkdir(parents=True)
-    checkpoint_bytes = _write_checkpoint(log_dir, CHECKPOINT_VERSION, files, seed)
+    adds_file = _write_checkpoint(log_dir, CHECKPOINT_VERSION, files, seed, sidecars)
     last = CHECKPOINT_VERSION + COMMITS_AFTER
     for version in range(CHECKPOINT_VERSION + 1, last + 1):
-        _commit(log_dir, version, files, seed)
-    size = sum(p.stat().st_size for p in log_dir.iterdir())
+        _commit(log_dir, version, files, seed, adds_file)
+    size = sum(p.stat().st_size for p in log_dir.rglob("*") if p.is_file())
     return {
         "version": last,
         "files": files + COMMITS_AFTER * (ADDS_PER_COMMIT - REMOVES_PER_COMMIT),
-        "checkpoint_bytes": checkpoint_bytes,
         "log_bytes": size,
     }
