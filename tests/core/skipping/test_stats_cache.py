@@ -18,7 +18,7 @@ import delta_pyspark.core.stats.cache as cache_module
 from delta_pyspark.core.expressions.parser import parse_predicate
 from delta_pyspark.core.protocol.actions import remove_actions
 from delta_pyspark.core.skipping.file_pruning import prune_files
-from delta_pyspark.core.snapshot.delta_log import DeltaLog, snapshot_bytes
+from delta_pyspark.core.snapshot.delta_log import DeltaLog, log_cache_info, snapshot_bytes
 from delta_pyspark.core.snapshot.snapshot import Snapshot
 
 
@@ -106,9 +106,14 @@ def test_a_checkpointed_readers_update_parses_the_new_files(
     assert parsed_rows == [6, 1]
 
 
-def test_kept_answers_agree_with_a_fresh_parse(tmp_path: Path) -> None:
+@pytest.mark.parametrize("max_slices", [1024, 0])
+def test_kept_answers_agree_with_a_fresh_parse(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, max_slices: int
+) -> None:
     """Random commits of adds and removes: each version's kept answers give the files a
-    parse of that version's whole file list gives."""
+    parse of that version's whole file list gives (the removed rows taken out of a kept
+    answer by slices, and past ``_MAX_SLICES`` by a take)."""
+    monkeypatch.setattr(cache_module, "_MAX_SLICES", max_slices)
     rng = random.Random(7)
     log = _table(tmp_path)
     snapshot = log.snapshot()
@@ -123,6 +128,18 @@ def test_kept_answers_agree_with_a_fresh_parse(tmp_path: Path) -> None:
         gone = rng.sample(live, k=min(len(live), rng.randrange(0, 3)))
         removes = remove_actions(files_named(snapshot, *gone)) if gone else []
         snapshot = commit(log, adds, removes)
+
+
+def test_the_process_cache_counts_stats_parsed_after_it_stored_the_snapshot(
+    tmp_path: Path,
+) -> None:
+    log = _table(tmp_path)
+    snapshot = log.latest()
+    before = log_cache_info().bytes
+    assert _ids(snapshot, "id = 25") == [20]
+    assert log.latest() is snapshot  # unchanged, counted again
+    assert snapshot.stats_cache.nbytes > 0
+    assert log_cache_info().bytes == before + snapshot.stats_cache.nbytes
 
 
 def _paths(snapshot: Snapshot, *first_ids: int) -> list[str]:

@@ -163,9 +163,8 @@ class DeltaLog:
         with owner._lock:
             cached = owner._latest
             fresh = owner.update(cached) if cached is not None else owner._load(None)
-            if fresh is not cached:
-                owner._latest = fresh
-                _CACHE.stored(owner, fresh)
+            owner._latest = fresh
+            _CACHE.stored(owner, fresh)  # an unchanged one too: it may have parsed stats since
         return fresh
 
     def remember(self, snapshot: Snapshot) -> None:
@@ -286,9 +285,9 @@ class DeltaLog:
                 "schemaString"
             )
         check_readable(state.protocol, self.table_root, self.access_features)
-        incremental = base is not None and base.metadata == state.metadata
-        stats = None
-        if base is not None and incremental:  # the files that stayed keep their parsed stats
+        incremental, stats = False, None
+        if base is not None and base.metadata == state.metadata:
+            incremental = True  # the files that stayed keep their parsed stats
             stats = base.stats_cache.carried(state.files, state.dropped)
         timestamp = self._timestamp_of(state, segment)
         snapshot = Snapshot(self.table_root, state, segment, timestamp, stats)
@@ -423,8 +422,7 @@ class LogCacheInfo:
 def snapshot_bytes(snapshot: Snapshot) -> int:
     """The estimate the cache counts: the Arrow buffers of the file and tombstone lists and
     of the parsed stats kept so far."""
-    state = snapshot.state
-    return int(state.files.nbytes + state.tombstones.nbytes + snapshot.stats_cache.nbytes)
+    return snapshot.list_bytes + snapshot.stats_cache.nbytes
 
 
 class _LogCache:

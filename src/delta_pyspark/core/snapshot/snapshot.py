@@ -86,6 +86,12 @@ class Snapshot:
     def tombstones(self) -> pa.Table:
         return self.state.tombstones.drop_columns([KEY_COLUMN])
 
+    @cached_property
+    def list_bytes(self) -> int:
+        """The Arrow buffers of the file and tombstone lists (counted once: a cache of
+        snapshots asks at every look-up)."""
+        return int(self.state.files.nbytes + self.state.tombstones.nbytes)
+
     @property
     def num_files(self) -> int:
         return self.state.files.num_rows

@@ -13,6 +13,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -50,8 +51,9 @@ class StatsCache:
         None when the files carry no stats.
 
         A question about every file is answered once and kept. A question about some files
-        is answered from a kept answer, else by parsing those files alone: the files a
-        partition filter keeps may be a small share of a large table.
+        is answered from a kept answer (completed first if it was carried: see the class),
+        else by parsing those files alone: the files a partition filter keeps may be a small
+        share of a large table.
         """
         key = (schema, tuple(sorted(set(columns))))
         with self._lock:
@@ -88,6 +90,24 @@ class StatsCache:
             answers = list(self._answers.items())
         for key, answer in answers:
             if dropped is not None:
-                answer = answer.filter(pc.invert(dropped.slice(0, len(answer))))
+                answer = _without(answer, dropped.slice(0, len(answer)))
             cache._answers[key] = answer
         return cache
+
+
+# A commit dropping at most this many files keeps the rest of an answer as joined slices;
+# a filter of a nested struct array is several times slower (measured: 1,000,000 rows).
+_MAX_SLICES = 1024
+
+
+def _without(answer: pa.StructArray, dropped: pa.BooleanArray) -> pa.StructArray:
+    """``answer`` without the rows ``dropped`` marks."""
+    gone = pc.indices_nonzero(dropped).to_numpy().astype(np.int64)
+    if len(gone) == 0:
+        return answer
+    if len(gone) > _MAX_SLICES:
+        return answer.take(pc.indices_nonzero(pc.invert(dropped)))
+    starts = np.concatenate([np.zeros(1, np.int64), gone + 1]).tolist()
+    ends = np.concatenate([gone, np.full(1, len(answer), np.int64)]).tolist()
+    pieces = [answer.slice(a, b - a) for a, b in zip(starts, ends, strict=True) if b > a]
+    return pa.concat_arrays(pieces) if pieces else answer.slice(0, 0)
