@@ -13,7 +13,6 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -102,12 +101,16 @@ _MAX_SLICES = 1024
 
 def _without(answer: pa.StructArray, dropped: pa.BooleanArray) -> pa.StructArray:
     """``answer`` without the rows ``dropped`` marks."""
-    gone = pc.indices_nonzero(dropped).to_numpy().astype(np.int64)
+    gone = pc.indices_nonzero(dropped)
     if len(gone) == 0:
         return answer
     if len(gone) > _MAX_SLICES:
         return answer.take(pc.indices_nonzero(pc.invert(dropped)))
-    starts = np.concatenate([np.zeros(1, np.int64), gone + 1]).tolist()
-    ends = np.concatenate([gone, np.full(1, len(answer), np.int64)]).tolist()
-    pieces = [answer.slice(a, b - a) for a, b in zip(starts, ends, strict=True) if b > a]
+    pieces, start = [], 0
+    for row in gone.to_pylist():
+        if row > start:
+            pieces.append(answer.slice(start, row - start))
+        start = row + 1
+    if start < len(answer):
+        pieces.append(answer.slice(start))
     return pa.concat_arrays(pieces) if pieces else answer.slice(0, 0)
